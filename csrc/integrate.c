@@ -1,0 +1,120 @@
+/* integrate.c -- the integrate pass: advance positions and velocities by h.
+ *
+ * a = F * inv_mass. A particle with inv_mass == 0 is immovable: every kernel
+ * here leaves its position and velocity untouched.
+ *
+ * symplectic (semi-implicit) Euler, the default:  v += h a;  x += h v
+ *     first order, but symplectic: energy of an undamped oscillator stays
+ *     bounded (Hairer, Lubich, Wanner, "Geometric numerical integration").
+ * explicit Euler:  x += h v;  v += h a      (energy grows; for comparison)
+ * velocity Verlet, in two kernels around a second force evaluation:
+ *     drift:  x += h v + (h^2/2) a0;   v_pred = v + h a0
+ *     kick:   v += (h/2)(a0 + a1)      with a1 = a(x_new, v_pred)
+ * classic RK4 on y = (x, v), y' = (v, a(x, v)), four force evaluations:
+ *     stage:   x_out = x + c dx;  v_out = v + c a      (c = h/2, h/2, h)
+ *     combine: x += (h/6)(v1 + 2 v2 + 2 v3 + v4);  v += (h/6)(a1 + 2a2 + 2a3 + a4)
+ * XPBD predict / velocity update (Macklin, Mueller, Chentanez 2016;
+ * Mueller et al. 2020, "Detailed rigid body simulation with XPBD"):
+ *     predict:  p = x;  v += h a;  x += h v
+ *     (constraints then move x)
+ *     velocity: v = (x - p) / h
+ *
+ * Every kernel is elementwise: no accumulation across particles, so the
+ * NumPy twins match bit for bit when they evaluate the same expressions.
+ */
+#include "pysoft.h"
+
+#define ROWS(body)                                          \
+    for (int i = 0; i < n; i++) {                           \
+        if (inv_mass[i] == 0.0) continue;                   \
+        double im = inv_mass[i];                            \
+        for (int c = 0; c < dim; c++) {                     \
+            long q = (long)i * dim + c;                     \
+            body                                            \
+        }                                                   \
+    }
+
+void ps_symplectic_euler(double *pos, double *vel, const double *force,
+                         const double *inv_mass, int n, int dim, double h)
+{
+    ROWS(vel[q] = vel[q] + h * (force[q] * im);
+         pos[q] = pos[q] + h * vel[q];)
+}
+
+void ps_explicit_euler(double *pos, double *vel, const double *force,
+                       const double *inv_mass, int n, int dim, double h)
+{
+    ROWS(pos[q] = pos[q] + h * vel[q];
+         vel[q] = vel[q] + h * (force[q] * im);)
+}
+
+void ps_verlet_drift(double *pos, double *vel_pred, const double *vel,
+                     const double *force, const double *inv_mass,
+                     int n, int dim, double h)
+{
+    double hh = 0.5 * h * h;
+    ROWS(double a = force[q] * im;
+         pos[q] = pos[q] + h * vel[q] + hh * a;
+         vel_pred[q] = vel[q] + h * a;)
+}
+
+void ps_verlet_kick(double *vel, const double *force0, const double *force1,
+                    const double *inv_mass, int n, int dim, double h)
+{
+    double hh = 0.5 * h;
+    ROWS(vel[q] = vel[q] + hh * (force0[q] * im + force1[q] * im);)
+}
+
+void ps_rk4_stage(double *pos_out, double *vel_out, const double *pos,
+                  const double *vel, const double *dpos, const double *force,
+                  const double *inv_mass, int n, int dim, double c_)
+{
+    /* Immovable rows are copied, so later stages see them where they are. */
+    for (int i = 0; i < n; i++) {
+        double im = inv_mass[i];
+        for (int c = 0; c < dim; c++) {
+            long q = (long)i * dim + c;
+            if (im == 0.0) {
+                pos_out[q] = pos[q];
+                vel_out[q] = vel[q];
+            } else {
+                pos_out[q] = pos[q] + c_ * dpos[q];
+                vel_out[q] = vel[q] + c_ * (force[q] * im);
+            }
+        }
+    }
+}
+
+void ps_rk4_combine(double *pos, double *vel, const double *v1,
+                    const double *v2, const double *v3, const double *v4,
+                    const double *f1, const double *f2, const double *f3,
+                    const double *f4, const double *inv_mass,
+                    int n, int dim, double h)
+{
+    double h6 = h / 6.0;
+    ROWS(pos[q] = pos[q] + h6 * (v1[q] + 2.0 * v2[q] + 2.0 * v3[q] + v4[q]);
+         vel[q] = vel[q] + h6 * ((f1[q] + 2.0 * f2[q] + 2.0 * f3[q] + f4[q]) * im);)
+}
+
+void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
+                     const double *force, const double *inv_mass,
+                     int n, int dim, double h)
+{
+    for (int i = 0; i < n; i++) {
+        double im = inv_mass[i];
+        for (int c = 0; c < dim; c++) {
+            long q = (long)i * dim + c;
+            prev_pos[q] = pos[q];
+            if (im == 0.0) continue;
+            vel[q] = vel[q] + h * (force[q] * im);
+            pos[q] = pos[q] + h * vel[q];
+        }
+    }
+}
+
+void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
+                      const double *inv_mass, int n, int dim, double h)
+{
+    double inv_h = 1.0 / h;
+    ROWS(vel[q] = (pos[q] - prev_pos[q]) * inv_h;)
+}

@@ -1,0 +1,71 @@
+/* pysoft.h -- the one declaration of every kernel the C core exports.
+ *
+ * The C compiler includes this file and pysoft/_build.py hands the text
+ * between the cdef markers to cffi's cdef(), so nothing is declared twice.
+ * Keep that region free of preprocessor lines: cffi cannot read them.
+ *
+ * Every kernel is a pure function over caller-owned arrays: written arrays
+ * first, then read-only arrays, then counts, then scalars. Kernels never
+ * allocate, keep no state and loop in a fixed order; each documents its
+ * accumulation order so that its NumPy twin (same name without the ps_
+ * prefix, in pysoft/twins.py) matches it bit for bit.
+ *
+ * Layout: positions, velocities and forces are row-major (n, dim) doubles;
+ * per-particle scalars are (n,) doubles; index pairs are (m, 2) int32 rows.
+ * A particle whose inv_mass is 0 is immovable: integrators skip it.
+ */
+#ifndef PYSOFT_H
+#define PYSOFT_H
+
+#include <stdint.h>
+
+/* cdef-begin */
+
+/* forces.c */
+void ps_gravity_drag(double *force, const double *vel, const double *mass,
+                     const double *inv_mass, const double *gravity,
+                     int n, int dim, double drag);
+void ps_springs(double *force, const double *pos, const double *vel,
+                const int32_t *pairs, const double *rest_length,
+                const double *stiffness, const double *damping,
+                int m, int dim);
+
+/* integrate.c */
+void ps_symplectic_euler(double *pos, double *vel, const double *force,
+                         const double *inv_mass, int n, int dim, double h);
+void ps_explicit_euler(double *pos, double *vel, const double *force,
+                       const double *inv_mass, int n, int dim, double h);
+void ps_verlet_drift(double *pos, double *vel_pred, const double *vel,
+                     const double *force, const double *inv_mass,
+                     int n, int dim, double h);
+void ps_verlet_kick(double *vel, const double *force0, const double *force1,
+                    const double *inv_mass, int n, int dim, double h);
+void ps_rk4_stage(double *pos_out, double *vel_out, const double *pos,
+                  const double *vel, const double *dpos, const double *force,
+                  const double *inv_mass, int n, int dim, double c);
+void ps_rk4_combine(double *pos, double *vel, const double *v1,
+                    const double *v2, const double *v3, const double *v4,
+                    const double *f1, const double *f2, const double *f3,
+                    const double *f4, const double *inv_mass,
+                    int n, int dim, double h);
+void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
+                     const double *force, const double *inv_mass,
+                     int n, int dim, double h);
+void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
+                      const double *inv_mass, int n, int dim, double h);
+
+/* collide.c */
+int ps_collide_planes(double *pos, double *vel, const double *radius,
+                      const double *inv_mass, const double *normal,
+                      const double *offset, const double *restitution,
+                      const double *friction, int n, int k, int dim,
+                      double rest_speed);
+
+/* finish.c */
+const char *ps_compile_flags(void);
+int ps_find_unstable(const double *pos, const double *vel, int n, int dim,
+                     double max_speed);
+
+/* cdef-end */
+
+#endif /* PYSOFT_H */

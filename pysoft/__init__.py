@@ -1,0 +1,35 @@
+"""pysoft: soft-body physics for Python games.
+
+Point masses, damped springs and colliders live in an esper ECS; every pass
+of a step runs a C kernel (or its NumPy twin) over contiguous Store arrays.
+
+>>> import pysoft
+>>> w = pysoft.World()
+>>> floor = w.add_collider(pysoft.Plane(normal=(0.0, 1.0), offset=0.0))
+>>> p = w.add_particle((0.0, 1.0))
+>>> for _ in range(120):
+...     w.step()
+>>> abs(w.particle(p).position[1]) < 1e-9
+True
+"""
+
+from pysoft import _native
+from pysoft.components import Collider, Particle, Plane, Spring
+from pysoft.systems import Priority
+from pysoft.world import INTEGRATORS, InstabilityError, World
+
+__version__ = "0.1.0"
+C_AVAILABLE = _native.AVAILABLE
+
+__all__ = [
+    "C_AVAILABLE",
+    "INTEGRATORS",
+    "Collider",
+    "InstabilityError",
+    "Particle",
+    "Plane",
+    "Priority",
+    "Spring",
+    "World",
+    "__version__",
+]

@@ -1,0 +1,44 @@
+"""The one place that imports the compiled C core (``pysoft._core``).
+
+If the core is missing (pysoft imported from a source tree that was never
+built), :data:`AVAILABLE` is False, ``python -m pysoft info`` says so, and
+only ``backend="python"`` worlds can be made. With ``PYSOFT_REQUIRE_C=1`` in
+the environment, importing pysoft raises instead: CI uses it so that a build
+failure can never fall back to NumPy silently.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+try:
+    from pysoft._core import ffi, lib
+
+    AVAILABLE = True
+    IMPORT_ERROR: str | None = None
+except ImportError as exc:  # pragma: no cover - exercised only without a build
+    ffi = lib = None
+    AVAILABLE = False
+    IMPORT_ERROR = str(exc)
+    if os.environ.get("PYSOFT_REQUIRE_C", "") not in ("", "0"):
+        raise ImportError(
+            f"PYSOFT_REQUIRE_C is set but the compiled core pysoft._core is missing: {exc}"
+        ) from exc
+
+
+def require() -> tuple[Any, Any]:
+    """``(ffi, lib)`` of the compiled core, or a clear error if it was not built."""
+    if not AVAILABLE:
+        raise RuntimeError(
+            "the C core pysoft._core is not built (reinstall with `pip install -e .`) "
+            f"({IMPORT_ERROR}); use backend='python' for the NumPy twins"
+        )
+    return ffi, lib
+
+
+def compile_flags() -> str:
+    """The flags the C core was compiled with, as the core reports them."""
+    if not AVAILABLE:
+        return "(C core not built)"
+    return str(ffi.string(lib.ps_compile_flags()).decode())

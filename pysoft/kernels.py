@@ -1,0 +1,286 @@
+"""The kernel registry and the thin wrappers over both backends.
+
+One :class:`Kernel` entry per C kernel names its arguments (arrays with
+symbolic shapes, then the counts derived from them, then scalars), the arrays
+it writes, its parity tolerance, and how to generate sample arguments. The
+parity tests and ``python -m pysoft bench`` iterate :data:`REGISTRY`.
+
+:func:`bind` is the C boundary's middle layer: it checks dtype, shape and
+contiguity once, turns the arrays into pointers once, and returns a call that
+takes only the scalars, so a step's cost per kernel is one foreign call.
+Systems and components never see cdata.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pysoft import _native, twins
+
+Shape = tuple[str | int, ...]
+Sample = Callable[[np.random.Generator, int, int], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """An array argument: name, dtype and symbolic shape."""
+
+    name: str
+    shape: Shape
+    dtype: type = np.float64
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One registry entry: the C symbol is ``ps_<name>``, the twin ``twins.<name>``."""
+
+    name: str
+    arrays: tuple[Arg, ...]
+    counts: tuple[str, ...]
+    scalars: tuple[str, ...]
+    writes: tuple[str, ...]
+    sample: Sample
+    ulp: int = 0  # 0: bitwise parity; otherwise the documented ULP bound
+    index_args: tuple[tuple[str, str], ...] = ()  # (index array, count it indexes)
+
+    @property
+    def twin(self) -> Callable[..., Any]:
+        fn: Callable[..., Any] = getattr(twins, self.name)
+        return fn
+
+
+def _vec(rng: np.random.Generator, n: int, dim: int, scale: float = 1.0) -> np.ndarray:
+    return np.ascontiguousarray(rng.normal(0.0, scale, (n, dim)))
+
+
+def _inv_mass(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    mass = rng.uniform(0.5, 2.0, n)
+    inv = 1.0 / mass
+    pinned = rng.random(n) < 0.2
+    inv[pinned] = 0.0
+    return mass, inv
+
+
+def _particles(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    mass, inv = _inv_mass(rng, n)
+    return {"pos": _vec(rng, n, dim), "vel": _vec(rng, n, dim), "force": _vec(rng, n, dim, 5.0),
+            "mass": mass, "inv_mass": inv}
+
+
+def _sample_gravity_drag(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    return {"force": p["force"], "vel": p["vel"], "mass": p["mass"], "inv_mass": p["inv_mass"],
+            "gravity": rng.normal(0.0, 10.0, dim), "drag": float(rng.uniform(0.0, 0.5))}
+
+
+def _sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    m = 0 if n < 2 else 3 * n
+    pairs = rng.integers(0, max(n, 1), (m, 2)).astype(np.int32)
+    if m:
+        pairs[pairs[:, 0] == pairs[:, 1], 1] = (pairs[pairs[:, 0] == pairs[:, 1], 0] + 1) % n
+        # Coincident endpoints, exercised on purpose: copy a's position onto b.
+        p["pos"][pairs[: m // 10, 1]] = p["pos"][pairs[: m // 10, 0]]
+    rest = rng.uniform(0.0, 2.0, m)
+    rest[: m // 7] = 0.0  # zero rest length (mouse springs)
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "pairs": pairs,
+            "rest_length": rest, "stiffness": rng.uniform(1.0, 1e4, m),
+            "damping": rng.uniform(0.0, 20.0, m)}
+
+
+def _sample_step(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    return {"pos": p["pos"], "vel": p["vel"], "force": p["force"], "inv_mass": p["inv_mass"],
+            "h": 1.0 / 480.0}
+
+
+def _sample_verlet_drift(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    return {**_sample_step(rng, n, dim), "vel_pred": _vec(rng, n, dim)}
+
+
+def _sample_verlet_kick(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    return {"vel": s["vel"], "force0": s["force"], "force1": _vec(rng, n, dim, 5.0),
+            "inv_mass": s["inv_mass"], "h": s["h"]}
+
+
+def _sample_rk4_stage(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    return {"pos_out": _vec(rng, n, dim), "vel_out": _vec(rng, n, dim), "pos": s["pos"],
+            "vel": s["vel"], "dpos": _vec(rng, n, dim), "force": s["force"],
+            "inv_mass": s["inv_mass"], "c": 0.5 * s["h"]}
+
+
+def _sample_rk4_combine(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    out = {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "h": s["h"]}
+    for i in range(1, 5):
+        out[f"v{i}"] = _vec(rng, n, dim)
+        out[f"f{i}"] = _vec(rng, n, dim, 5.0)
+    return out
+
+
+def _sample_xpbd_predict(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    return {**_sample_step(rng, n, dim), "prev_pos": _vec(rng, n, dim)}
+
+
+def _sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    prev = s["pos"] + _vec(rng, n, dim, 0.01)
+    return {"vel": s["vel"], "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"],
+            "h": s["h"]}
+
+
+def _sample_collide_planes(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    k = 3
+    normal = rng.normal(0.0, 1.0, (k, dim))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    normal[0] = 0.0
+    normal[0, 1] = 1.0  # a floor, as in every scene
+    offset = rng.uniform(-0.5, 0.5, k)
+    if n:
+        p["pos"][0] = 0.0
+        p["pos"][0, 1] = offset[0]  # exactly on the floor
+        p["vel"][1::5] = 0.0  # resting contacts
+    return {"pos": p["pos"], "vel": p["vel"], "radius": rng.uniform(0.0, 0.2, n),
+            "inv_mass": p["inv_mass"], "normal": normal, "offset": offset,
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "rest_speed": 0.3}
+
+
+def _sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    if n > 4:
+        p["vel"][n // 2, 0] = np.nan
+        p["pos"][n - 1, dim - 1] = np.inf
+        p["vel"][n // 3] = 50.0
+    return {"pos": p["pos"], "vel": p["vel"], "max_speed": 40.0}
+
+
+_P = ("n", "dim")  # a per-particle vector array
+_S = ("n",)  # a per-particle scalar array
+
+REGISTRY: dict[str, Kernel] = {
+    k.name: k
+    for k in [
+        Kernel("gravity_drag",
+               (Arg("force", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
+                Arg("gravity", ("dim",))),
+               ("n", "dim"), ("drag",), ("force",), _sample_gravity_drag),
+        Kernel("springs",
+               (Arg("force", _P), Arg("pos", _P), Arg("vel", _P),
+                Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
+                Arg("stiffness", ("m",)), Arg("damping", ("m",))),
+               ("m", "dim"), (), ("force",), _sample_springs, index_args=(("pairs", "n"),)),
+        Kernel("symplectic_euler",
+               (Arg("pos", _P), Arg("vel", _P), Arg("force", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel"), _sample_step),
+        Kernel("explicit_euler",
+               (Arg("pos", _P), Arg("vel", _P), Arg("force", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel"), _sample_step),
+        Kernel("verlet_drift",
+               (Arg("pos", _P), Arg("vel_pred", _P), Arg("vel", _P), Arg("force", _P),
+                Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel_pred"), _sample_verlet_drift),
+        Kernel("verlet_kick",
+               (Arg("vel", _P), Arg("force0", _P), Arg("force1", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("vel",), _sample_verlet_kick),
+        Kernel("rk4_stage",
+               (Arg("pos_out", _P), Arg("vel_out", _P), Arg("pos", _P), Arg("vel", _P),
+                Arg("dpos", _P), Arg("force", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("c",), ("pos_out", "vel_out"), _sample_rk4_stage),
+        Kernel("rk4_combine",
+               (Arg("pos", _P), Arg("vel", _P), Arg("v1", _P), Arg("v2", _P), Arg("v3", _P),
+                Arg("v4", _P), Arg("f1", _P), Arg("f2", _P), Arg("f3", _P), Arg("f4", _P),
+                Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel"), _sample_rk4_combine),
+        Kernel("xpbd_predict",
+               (Arg("pos", _P), Arg("prev_pos", _P), Arg("vel", _P), Arg("force", _P),
+                Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "prev_pos", "vel"), _sample_xpbd_predict),
+        Kernel("xpbd_velocity",
+               (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("vel",), _sample_xpbd_velocity),
+        Kernel("collide_planes",
+               (Arg("pos", _P), Arg("vel", _P), Arg("radius", _S), Arg("inv_mass", _S),
+                Arg("normal", ("k", "dim")), Arg("offset", ("k",)),
+                Arg("restitution", ("k",)), Arg("friction", ("k",))),
+               ("n", "k", "dim"), ("rest_speed",), ("pos", "vel"), _sample_collide_planes),
+        Kernel("find_unstable",
+               (Arg("pos", _P), Arg("vel", _P)),
+               ("n", "dim"), ("max_speed",), (), _sample_find_unstable),
+    ]
+}
+
+
+def _resolve(kernel: Kernel, arrays: dict[str, np.ndarray]) -> dict[str, int]:
+    """Check every array against its spec; return the sizes of the shape symbols."""
+    sizes: dict[str, int] = {}
+    for arg in kernel.arrays:
+        if arg.name not in arrays:
+            raise ValueError(f"{kernel.name}: missing array argument {arg.name!r}")
+        a = arrays[arg.name]
+        if not isinstance(a, np.ndarray) or a.dtype != arg.dtype:
+            got = getattr(a, "dtype", type(a).__name__)
+            raise ValueError(f"{kernel.name}: {arg.name} must be a {np.dtype(arg.dtype)} array, "
+                             f"got {got}")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{kernel.name}: {arg.name} must be C-contiguous")
+        if a.ndim != len(arg.shape):
+            raise ValueError(f"{kernel.name}: {arg.name} must have {len(arg.shape)} dimensions, "
+                             f"got shape {a.shape}")
+        if arg.name in kernel.writes and not a.flags.writeable:
+            raise ValueError(f"{kernel.name}: {arg.name} is written and must be writeable")
+        for sym, size in zip(arg.shape, a.shape, strict=True):
+            want = sym if isinstance(sym, int) else sizes.setdefault(sym, size)
+            if size != want:
+                raise ValueError(f"{kernel.name}: {arg.name} has shape {a.shape}; "
+                                 f"axis {sym!r} must be {want}")
+    if sizes.get("dim", 2) not in (2, 3):
+        raise ValueError(f"{kernel.name}: dim must be 2 or 3, got {sizes['dim']}")
+    for index_name, count in kernel.index_args:
+        idx = arrays[index_name]
+        if idx.size and (idx.min() < 0 or idx.max() >= sizes[count]):
+            raise ValueError(f"{kernel.name}: {index_name} holds rows outside [0, {sizes[count]})")
+    return sizes
+
+
+def bind(name: str, backend: str, **arrays: np.ndarray) -> Callable[..., Any]:
+    """Validate ``arrays`` for kernel ``name`` once; return ``call(*scalars)``.
+
+    The arrays must stay alive and unreallocated while the call is used (the
+    World rebinds whenever the Store reallocates).
+    """
+    kernel = REGISTRY[name]
+    sizes = _resolve(kernel, arrays)
+    counts = [sizes[c] for c in kernel.counts]
+    ordered = [arrays[a.name] for a in kernel.arrays]
+    if backend == "python":
+        return functools.partial(kernel.twin, *ordered, *counts)
+    if backend != "c":
+        raise ValueError(f"backend must be 'c' or 'python', got {backend!r}")
+    ffi, lib = _native.require()
+    ptrs = [ffi.from_buffer("int32_t[]" if a.dtype == np.int32 else "double[]", a)
+            for a in ordered]
+    return functools.partial(getattr(lib, "ps_" + name), *ptrs, *counts)
+
+
+def call(name: str, backend: str, *scalars: float, **arrays: np.ndarray) -> Any:
+    """Validate and run one kernel (tests and one-off use; the World binds)."""
+    return bind(name, backend, **arrays)(*scalars)
+
+
+def scalars_of(name: str, args: dict[str, Any]) -> list[Any]:
+    """The scalar arguments of a sample, in signature order."""
+    return [args[s] for s in REGISTRY[name].scalars]
+
+
+def arrays_of(name: str, args: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The array arguments of a sample."""
+    return {a.name: args[a.name] for a in REGISTRY[name].arrays}

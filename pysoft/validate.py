@@ -1,0 +1,111 @@
+"""Input checks for the public API: each raises ValueError naming the argument.
+
+They run before anything is written, so a rejected call leaves the world as
+it was and nothing invalid ever reaches a kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+def finite(name: str, value: Any) -> float:
+    """A real, finite number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out}")
+    return out
+
+
+def nonnegative(name: str, value: Any) -> float:
+    """A finite number >= 0."""
+    out = finite(name, value)
+    if out < 0.0:
+        raise ValueError(f"{name} must be >= 0, got {out}")
+    return out
+
+
+def positive(name: str, value: Any) -> float:
+    """A finite number > 0."""
+    out = finite(name, value)
+    if not out > 0.0:
+        raise ValueError(f"{name} must be > 0, got {out}")
+    return out
+
+
+def unit_interval(name: str, value: Any) -> float:
+    """A number in [0, 1]."""
+    out = finite(name, value)
+    if not 0.0 <= out <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {out}")
+    return out
+
+
+def mass(name: str, value: Any) -> float:
+    """A mass: > 0, and ``inf`` allowed (an immovable particle)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    out = float(value)
+    if math.isnan(out) or not out > 0.0:
+        raise ValueError(f"{name} must be > 0 (inf for immovable), got {out}")
+    return out
+
+
+def integer(name: str, value: Any, low: int) -> int:
+    """An int >= low."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if int(value) < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def array(name: str, value: Any, shape: tuple[int | None, ...], *, finite_only: bool = True,
+          integral: bool = False) -> np.ndarray:
+    """An array of the given shape (None = any length) as float64 (or int64).
+
+    Accepts lists, tuples and arrays of real numbers; rejects other dtypes
+    (strings, complex, objects, booleans) and NaN/inf where ``finite_only``.
+    """
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} must be an array of shape {_fmt(shape)}: {exc}") from None
+    kind = arr.dtype.kind
+    allowed = "iu" if integral else "iuf"
+    if kind not in allowed or (arr.size == 0 and kind not in "iuf"):
+        want = "integers" if integral else "real numbers"
+        raise ValueError(f"{name} must hold {want}, got dtype {arr.dtype}")
+    if arr.ndim != len(shape) or any(
+        want is not None and got != want for got, want in zip(arr.shape, shape, strict=True)
+    ):
+        raise ValueError(f"{name} must have shape {_fmt(shape)}, got {arr.shape}")
+    if integral:
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.ascontiguousarray(arr, dtype=np.float64)
+    if finite_only and not np.isfinite(out).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return out
+
+
+def vector(name: str, value: Any, dim: int) -> np.ndarray:
+    """One finite point or vector of length ``dim``."""
+    return array(name, value, (dim,))
+
+
+def per_row(name: str, value: Any, count: int) -> np.ndarray:
+    """A scalar broadcast to ``count`` rows, or an array of ``count`` values (not yet range-checked)."""
+    if np.ndim(value) == 0:
+        return np.full(count, float(array(name, value, (), finite_only=False)))
+    return array(name, value, (count,), finite_only=False)
+
+
+def _fmt(shape: tuple[int | None, ...]) -> str:
+    inner = ", ".join("N" if s is None else str(s) for s in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"

@@ -1,0 +1,544 @@
+"""The World: the public API over the Store, the kernels and an esper context.
+
+Entities (particles, springs, colliders) are esper entities whose components
+are views into the Store (see components.py). Every change of topology goes
+through a World method, which updates the Store and esper together and bumps
+the Store's version; ``step`` rebinds kernels only when that version moved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from time import perf_counter
+from types import SimpleNamespace
+from typing import Any
+
+import esper
+import numpy as np
+
+from pysoft import _native, kernels, snapshot, validate
+from pysoft.components import Collider, Particle, Plane, Spring, _RowView
+from pysoft.store import Store, Table
+from pysoft.systems import BUILT_IN, Pass
+
+INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
+BACKENDS = ("c", "python")
+_contexts = itertools.count(1)
+
+
+class InstabilityError(RuntimeError):
+    """A particle's state went non-finite or faster than ``World.max_speed``."""
+
+    def __init__(self, message: str, entity: int, row: int) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.row = row
+
+
+class StepProcessor(esper.Processor):
+    """Runs ``world.step(dt)`` from a game's own ``esper.process(dt)``."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def process(self, dt: float | None = None, *args: Any, **kwargs: Any) -> None:
+        self.world.step(dt)
+
+
+def _drop_context(name: str) -> None:
+    if name in esper.list_worlds() and esper.current_world != name:
+        esper.delete_world(name)
+
+
+class World:
+    """A soft-body world. SI units, y up.
+
+    >>> w = World(gravity=(0.0, -9.81))
+    >>> p = w.add_particle((0.0, 1.0))
+    >>> w.step()
+    >>> bool(w.particle(p).position[1] < 1.0)
+    True
+    """
+
+    def __init__(
+        self,
+        dim: int = 2,
+        gravity: Sequence[float] | None = None,
+        dt: float = 1.0 / 60.0,
+        substeps: int = 8,
+        max_dt: float = 1.0 / 15.0,
+        drag: float = 0.0,
+        integrator: str = "symplectic_euler",
+        backend: str = "c",
+        context: str | None = None,
+        *,
+        restitution_threshold: float = 0.25,
+        max_speed: float = 1e3,
+        on_instability: str = "raise",
+    ) -> None:
+        if dim not in (2, 3) or isinstance(dim, bool):
+            raise ValueError(f"dim must be 2 or 3, got {dim!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "c":
+            _native.require()
+        if context is not None and not isinstance(context, str):
+            raise ValueError(f"context must be a string or None, got {context!r}")
+        self.dim = dim
+        self.backend = backend
+        self.store = Store(dim)
+        self._gravity = np.zeros(dim)
+        self.gravity = (0.0, -9.81, 0.0)[:dim] if gravity is None else gravity
+        self.dt = dt
+        self.substeps = substeps
+        self.max_dt = max_dt
+        self.drag = drag
+        self.integrator = integrator
+        self.restitution_threshold = restitution_threshold
+        self.max_speed = max_speed
+        self.on_instability = on_instability
+        self.time = 0.0
+        self.profile: dict[str, float] = {}
+        self._components: dict[int, _RowView] = {}
+        self._systems: list[esper.Processor] = [cls(self) for cls in BUILT_IN]
+        self._bound = SimpleNamespace()
+        self._bound_version = -1
+        self._last_substep = False
+        self.context = context if context is not None else f"pysoft.world.{next(_contexts)}"
+        if context is None:
+            weakref.finalize(self, _drop_context, self.context)
+        with self._entered():
+            pass  # creates the esper context now
+
+    # -- settings, validated ------------------------------------------------
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Uniform gravity (m/s^2); a copy, assign to change it."""
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value: Any) -> None:
+        self._gravity[:] = validate.vector("gravity", value, self.dim)  # kernels hold this array
+
+    @property
+    def dt(self) -> float:
+        """Default frame length (s) of ``step()``."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._dt = validate.positive("dt", value)
+
+    @property
+    def substeps(self) -> int:
+        """Substeps per frame."""
+        return self._substeps
+
+    @substeps.setter
+    def substeps(self, value: int) -> None:
+        self._substeps = validate.integer("substeps", value, 1)
+
+    @property
+    def max_dt(self) -> float:
+        """Frame length cap (s): a longer frame is clamped to it."""
+        return self._max_dt
+
+    @max_dt.setter
+    def max_dt(self, value: float) -> None:
+        self._max_dt = validate.positive("max_dt", value)
+
+    @property
+    def drag(self) -> float:
+        """Linear air resistance (1/s)."""
+        return self._drag
+
+    @drag.setter
+    def drag(self, value: float) -> None:
+        self._drag = validate.nonnegative("drag", value)
+
+    @property
+    def integrator(self) -> str:
+        """One of ``INTEGRATORS``."""
+        return self._integrator
+
+    @integrator.setter
+    def integrator(self, value: str) -> None:
+        if value not in INTEGRATORS:
+            raise ValueError(f"integrator must be one of {INTEGRATORS}, got {value!r}")
+        self._integrator = value
+
+    @property
+    def restitution_threshold(self) -> float:
+        """Approach speed (m/s) below which a contact does not bounce (no resting jitter)."""
+        return self._restitution_threshold
+
+    @restitution_threshold.setter
+    def restitution_threshold(self, value: float) -> None:
+        self._restitution_threshold = validate.nonnegative("restitution_threshold", value)
+
+    @property
+    def max_speed(self) -> float:
+        """Speed (m/s) above which a particle counts as unstable."""
+        return self._max_speed
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed = validate.positive("max_speed", value)
+
+    @property
+    def on_instability(self) -> str:
+        """``"raise"`` (InstabilityError), ``"warn"`` (RuntimeWarning) or ``"ignore"``."""
+        return self._on_instability
+
+    @on_instability.setter
+    def on_instability(self, value: str) -> None:
+        if value not in ("raise", "warn", "ignore"):
+            raise ValueError(f"on_instability must be 'raise', 'warn' or 'ignore', got {value!r}")
+        self._on_instability = value
+
+    # -- esper context ------------------------------------------------------
+
+    @contextmanager
+    def _entered(self) -> Iterator[None]:
+        """Switch esper to this world's context and back."""
+        previous = esper.current_world
+        if previous == self.context:
+            yield
+            return
+        esper.switch_world(self.context)
+        try:
+            yield
+        finally:
+            esper.switch_world(previous)
+
+    # -- particles ----------------------------------------------------------
+
+    def add_particle(
+        self,
+        position: Sequence[float],
+        velocity: Sequence[float] | None = None,
+        mass: float = 1.0,
+        radius: float = 0.0,
+        pinned: bool = False,
+    ) -> int:
+        """Add one particle; returns its entity. ``mass=inf`` or ``pinned=True``: immovable."""
+        pos = validate.vector("position", position, self.dim)
+        vel = np.zeros(self.dim) if velocity is None else validate.vector("velocity", velocity, self.dim)
+        return int(self._add_particles(pos[None], vel[None], np.array([validate.mass("mass", mass)]),
+                                       np.array([validate.nonnegative("radius", radius)]),
+                                       np.array([self._flag("pinned", pinned)]))[0])
+
+    def add_particles(
+        self,
+        positions: Any,
+        velocities: Any = None,
+        masses: Any = 1.0,
+        radii: Any = 0.0,
+        pinned: Any = False,
+    ) -> list[int]:
+        """Add particles in bulk; ``positions`` is (N, dim). Returns their entities."""
+        pos = validate.array("positions", positions, (None, self.dim))
+        n = len(pos)
+        vel = (np.zeros_like(pos) if velocities is None
+               else validate.array("velocities", velocities, (n, self.dim)))
+        m = validate.per_row("masses", masses, n)
+        if np.isnan(m).any() or (m <= 0.0).any():
+            raise ValueError("masses must be > 0 (inf for immovable)")
+        r = validate.per_row("radii", radii, n)
+        if not np.isfinite(r).all() or (r < 0.0).any():
+            raise ValueError("radii must be finite and >= 0")
+        pin = np.asarray(pinned)
+        if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
+            raise ValueError(f"pinned must be a bool or {n} bools")
+        return self._add_particles(pos, vel, m, r, np.broadcast_to(pin, (n,))).tolist()
+
+    @staticmethod
+    def _flag(name: str, value: Any) -> bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a bool, got {value!r}")
+        return bool(value)
+
+    def _add_particles(self, pos: np.ndarray, vel: np.ndarray, mass: np.ndarray,
+                       radius: np.ndarray, pinned: np.ndarray) -> np.ndarray:
+        inv = np.where(pinned | np.isinf(mass), 0.0, 1.0 / mass)
+        vel = np.where(inv[:, None] == 0.0, 0.0, vel)
+        table = self.store.particles
+        start = table.add(len(pos), pos=pos, vel=vel, mass=mass, inv_mass=inv, radius=radius)
+        entities = self._create_entities(table, start, len(pos), Particle)
+        self.store.set_particle_rows(entities, np.arange(start, start + len(pos)))
+        return entities
+
+    def _create_entities(self, table: Table, start: int, count: int, kind: type[_RowView]) -> np.ndarray:
+        entities = np.empty(count, dtype=np.int64)
+        with self._entered():
+            create = esper.create_entity
+            for i in range(count):
+                component = kind(table, start + i, 0)
+                component.entity = entities[i] = create(component)
+                self._components[component.entity] = component
+        table.view("entity")[start:] = entities
+        self.store.touch()
+        return entities
+
+    def particle(self, entity: int) -> Particle:
+        """The Particle component of ``entity`` (KeyError if it is not a live particle)."""
+        return self._component(entity, Particle, "particle")
+
+    def row(self, entity: int) -> int:
+        """The particle's row in the Store arrays (``positions[row]``)."""
+        return self.particle(entity).row
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(N, dim) positions (m): a writable view, valid until the topology changes."""
+        return self.store.particles.view("pos")
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """(N, dim) velocities (m/s): a writable view, valid until the topology changes."""
+        return self.store.particles.view("vel")
+
+    @property
+    def forces(self) -> np.ndarray:
+        """(N, dim) forces (N) of the current substep; a user system may add to them."""
+        return self.store.particles.view("force")
+
+    @property
+    def particles(self) -> np.ndarray:
+        """Particle entities in row order (a copy)."""
+        return self.store.particles.view("entity").copy()
+
+    # -- springs ------------------------------------------------------------
+
+    def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,
+                   rest_length: float | None = None) -> int:
+        """A damped spring between particles ``a`` and ``b``; rest length defaults to their distance."""
+        rest = None if rest_length is None else [validate.nonnegative("rest_length", rest_length)]
+        return self.add_springs([[self._entity_id("a", a), self._entity_id("b", b)]],
+                                validate.nonnegative("stiffness", stiffness),
+                                validate.nonnegative("damping", damping), rest)[0]
+
+    def add_springs(self, pairs: Any, stiffness: Any = 500.0, damping: Any = 2.0,
+                    rest_lengths: Any = None) -> list[int]:
+        """Springs in bulk: ``pairs`` is (M, 2) particle entities. Returns their entities."""
+        ends = validate.array("pairs", pairs, (None, 2), integral=True)
+        m = len(ends)
+        rows = self.store.rows_of(ends)
+        if (rows < 0).any():
+            bad = int(ends[rows < 0][0])
+            raise KeyError(f"pairs: entity {bad} is not a live particle of this world")
+        if (ends[:, 0] == ends[:, 1]).any():
+            raise ValueError("pairs: a spring needs two different particles")
+        params = {}
+        for name, value in (("stiffness", stiffness), ("damping", damping)):
+            params[name] = validate.per_row(name, value, m)
+            if not np.isfinite(params[name]).all() or (params[name] < 0).any():
+                raise ValueError(f"{name} must be finite and >= 0")
+        if rest_lengths is None:
+            pos = self.store.particles.view("pos")
+            rest = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
+        else:
+            rest = validate.per_row("rest_lengths", rest_lengths, m)
+            if not np.isfinite(rest).all() or (rest < 0).any():
+                raise ValueError("rest_lengths must be finite and >= 0")
+        table = self.store.springs
+        start = table.add(m, ends=ends, pairs=rows.astype(np.int32), rest_length=rest, **params)
+        return self._create_entities(table, start, m, Spring).tolist()
+
+    def spring(self, entity: int) -> Spring:
+        """The Spring component of ``entity``."""
+        return self._component(entity, Spring, "spring")
+
+    # -- colliders ----------------------------------------------------------
+
+    def add_collider(self, shape: Plane, restitution: float = 0.3, friction: float = 0.5) -> int:
+        """A static collider with a material. Shapes so far: ``Plane``."""
+        if not isinstance(shape, Plane):
+            raise ValueError(f"shape must be a pysoft.Plane, got {type(shape).__name__}")
+        normal, offset = shape.unit(self.dim)
+        e = validate.unit_interval("restitution", restitution)
+        mu = validate.nonnegative("friction", friction)
+        table = self.store.planes
+        start = table.add(1, normal=normal, offset=offset, restitution=e, friction=mu)
+        with self._entered():
+            component = Collider(table, start, 0, shape)
+            component.entity = esper.create_entity(component)
+        table.view("entity")[start] = component.entity
+        self._components[component.entity] = component
+        self.store.touch()
+        return component.entity
+
+    def collider(self, entity: int) -> Collider:
+        """The Collider component of ``entity``."""
+        return self._component(entity, Collider, "collider")
+
+    # -- removal ------------------------------------------------------------
+
+    def remove(self, entity: int) -> None:
+        """Remove an entity; a particle takes the springs that name it along."""
+        component = self._components.get(self._entity_id("entity", entity))
+        if component is None:
+            raise KeyError(f"entity {entity} is not a live entity of this world")
+        if isinstance(component, Particle):
+            springs = self.store.springs
+            doomed = np.flatnonzero((springs.view("ends") == entity).any(axis=1))
+            for row in doomed[::-1]:
+                self._remove_row(int(springs.view("entity")[row]))
+            self.store.particle_row[entity] = -1
+        self._remove_row(entity)
+
+    def _remove_row(self, entity: int) -> None:
+        component = self._components.pop(entity)
+        table = component.table
+        moved_from = table.swap_remove(component.row)
+        if moved_from is not None:
+            moved = self._components[int(table.arrays["entity"][component.row])]
+            moved.row = component.row
+            if isinstance(moved, Particle):
+                self.store.particle_row[moved.entity] = component.row
+        with self._entered():
+            esper.delete_entity(entity, immediate=True)
+        self.store.touch()
+
+    def _entity_id(self, name: str, entity: Any) -> int:
+        if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)):
+            raise KeyError(f"{name} must be an entity id (int), got {entity!r}")
+        return int(entity)
+
+    def _component(self, entity: int, kind: type[Any], what: str) -> Any:
+        component = self._components.get(self._entity_id("entity", entity))
+        if not isinstance(component, kind):
+            raise KeyError(f"entity {entity} is not a live {what} of this world")
+        return component
+
+    # -- systems and stepping -----------------------------------------------
+
+    def add_system(self, processor: esper.Processor, priority: int = 0) -> None:
+        """Run ``processor.process(h)`` inside every substep, ordered by priority.
+
+        Built-in passes have the priorities of ``pysoft.Priority`` (higher runs
+        first); e.g. ``priority=450`` runs between forces and integration.
+        """
+        if not callable(getattr(processor, "process", None)):
+            raise ValueError("processor must have a process(h) method (an esper.Processor)")
+        processor.priority = validate.integer("priority", priority, -(2**31))
+        self._systems.append(processor)
+        self._systems.sort(key=lambda p: -p.priority)  # stable: ties keep insertion order
+
+    def remove_system(self, processor: esper.Processor) -> None:
+        """Stop running a processor added with ``add_system``."""
+        if isinstance(processor, Pass) or processor not in self._systems:
+            raise ValueError("processor is not a user system of this world")
+        self._systems.remove(processor)
+
+    @property
+    def systems(self) -> list[esper.Processor]:
+        """The processors of one substep, in run order."""
+        return list(self._systems)
+
+    def processor(self) -> StepProcessor:
+        """An esper.Processor that steps this world from a game's ``esper.process(dt)``."""
+        return StepProcessor(self)
+
+    def step(self, dt: float | None = None) -> None:
+        """Advance one frame of ``dt`` seconds (default ``self.dt``), clamped to ``max_dt``."""
+        dt = self._dt if dt is None else validate.nonnegative("dt", dt)
+        if dt == 0.0:
+            return
+        dt = min(dt, self._max_dt)
+        h = dt / self._substeps
+        systems = self._systems
+        elapsed = [0.0] * len(systems)
+        with self._entered():
+            for substep in range(self._substeps):
+                self._last_substep = substep == self._substeps - 1
+                for i, system in enumerate(systems):
+                    if self.store.version != self._bound_version:
+                        self._bind()
+                    t0 = perf_counter()
+                    system.process(h)
+                    elapsed[i] += perf_counter() - t0
+        self.time += dt
+        self.profile = {getattr(s, "name", type(s).__name__): 1e3 * t
+                        for s, t in zip(systems, elapsed, strict=True)}
+
+    def _report_instability(self, row: int) -> None:
+        entity = int(self.store.particles.view("entity")[row])
+        p, v = self.positions[row], self.velocities[row]
+        message = (f"particle {entity} (row {row}) went unstable at t={self.time:.6g} s: "
+                   f"position {p.tolist()}, velocity {v.tolist()}")
+        if self._on_instability == "raise":
+            raise InstabilityError(message, entity, row)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+    def _bind(self) -> None:
+        """Rebuild index arrays and bind every kernel to the current Store arrays."""
+        s = self.store
+        P, S, C = s.particles, s.springs, s.planes
+        S.view("pairs")[:] = s.rows_of(S.view("ends"))
+        v = P.view
+        shared = {"mass": v("mass"), "inv_mass": v("inv_mass")}
+        bind = kernels.bind
+        be = self.backend
+        b = SimpleNamespace(force=v("force"), force_builtin=v("force_builtin"), force1=v("force1"),
+                            f2=v("f2"), f3=v("f3"), f4=v("f4"))
+
+        def forces(pos: np.ndarray, vel: np.ndarray, force: np.ndarray) -> Any:
+            gravity = bind("gravity_drag", be, force=force, vel=vel, gravity=self._gravity, **shared)
+            springs = bind("springs", be, force=force, pos=pos, vel=vel, pairs=S.view("pairs"),
+                           rest_length=S.view("rest_length"), stiffness=S.view("stiffness"),
+                           damping=S.view("damping"))
+
+            def evaluate() -> None:
+                gravity(self._drag)
+                springs()
+
+            return evaluate
+
+        step = {"pos": v("pos"), "vel": v("vel"), "inv_mass": v("inv_mass")}
+        b.forces = forces(v("pos"), v("vel"), v("force"))
+        b.symplectic_euler = bind("symplectic_euler", be, force=v("force"), **step)
+        b.explicit_euler = bind("explicit_euler", be, force=v("force"), **step)
+        b.xpbd_predict = bind("xpbd_predict", be, prev_pos=v("prev_pos"), force=v("force"), **step)
+        b.xpbd_velocity = bind("xpbd_velocity", be, prev_pos=v("prev_pos"), **step)
+        b.verlet_drift = bind("verlet_drift", be, vel_pred=v("vel_pred"), force=v("force"), **step)
+        b.forces_verlet = forces(v("pos"), v("vel_pred"), v("force1"))
+        b.verlet_kick = bind("verlet_kick", be, vel=v("vel"), force0=v("force"),
+                             force1=v("force1"), inv_mass=v("inv_mass"))
+        stage = {"pos_out": v("stage_pos"), **step, "inv_mass": v("inv_mass")}
+        b.rk4_stage2 = bind("rk4_stage", be, vel_out=v("v2"), dpos=v("vel"), force=v("force"), **stage)
+        b.rk4_stage3 = bind("rk4_stage", be, vel_out=v("v3"), dpos=v("v2"), force=v("f2"), **stage)
+        b.rk4_stage4 = bind("rk4_stage", be, vel_out=v("v4"), dpos=v("v3"), force=v("f3"), **stage)
+        b.forces_f2 = forces(v("stage_pos"), v("v2"), v("f2"))
+        b.forces_f3 = forces(v("stage_pos"), v("v3"), v("f3"))
+        b.forces_f4 = forces(v("stage_pos"), v("v4"), v("f4"))
+        b.rk4_combine = bind("rk4_combine", be, v1=v("vel"), v2=v("v2"), v3=v("v3"), v4=v("v4"),
+                             f1=v("force"), f2=v("f2"), f3=v("f3"), f4=v("f4"), **step)
+        b.collide_planes = bind("collide_planes", be, pos=v("pos"), vel=v("vel"),
+                                radius=v("radius"), inv_mass=v("inv_mass"),
+                                normal=C.view("normal"), offset=C.view("offset"),
+                                restitution=C.view("restitution"), friction=C.view("friction"))
+        b.find_unstable = bind("find_unstable", be, pos=v("pos"), vel=v("vel"))
+        self._bound = b
+        self._bound_version = s.version
+
+    # -- snapshots ----------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The full integration state as a versioned, checksummed blob."""
+        return snapshot.pack(self)
+
+    def restore(self, blob: bytes) -> None:
+        """Restore a snapshot of a world of the same topology; raises ValueError otherwise."""
+        snapshot.unpack(self, blob)
+
+    def __repr__(self) -> str:
+        return (f"<pysoft.World dim={self.dim} particles={self.store.particles.n} "
+                f"springs={self.store.springs.n} colliders={self.store.planes.n} "
+                f"t={self.time:.4g}s backend={self.backend!r}>")
+

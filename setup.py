@@ -1,0 +1,3 @@
+from setuptools import setup
+
+setup(cffi_modules=["pysoft/_build.py:ffibuilder"])
