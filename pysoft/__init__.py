@@ -9,7 +9,7 @@ of a step runs a C kernel (or its NumPy twin) over contiguous Store arrays.
 >>> p = w.add_particle((0.0, 1.0))
 >>> for _ in range(120):
 ...     w.step()
->>> abs(w.particle(p).position[1]) < 1e-9
+>>> bool(abs(w.particle(p).position[1]) < 1e-9)
 True
 """
 

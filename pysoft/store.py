@@ -14,6 +14,7 @@ their row, so they always read the live arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,13 +50,13 @@ class Table:
             return False
         cap = max(need, 2 * self.capacity)
         for name, f in self.fields.items():
-            grown = np.full((cap, *f.shape), f.fill, dtype=f.dtype)
+            grown: np.ndarray = np.full((cap, *f.shape), f.fill, dtype=f.dtype)
             grown[: self.n] = self.arrays[name][: self.n]
             self.arrays[name] = grown
         self.capacity = cap
         return True
 
-    def add(self, count: int, **values: np.ndarray) -> int:
+    def add(self, count: int, **values: Any) -> int:
         """Append ``count`` rows; fields not given keep their fill. Returns the first row."""
         self.reserve(count)
         start = self.n

@@ -87,8 +87,8 @@ def array(name: str, value: Any, shape: tuple[int | None, ...], *, finite_only: 
     ):
         raise ValueError(f"{name} must have shape {_fmt(shape)}, got {arr.shape}")
     if integral:
-        return np.ascontiguousarray(arr, dtype=np.int64)
-    out = np.ascontiguousarray(arr, dtype=np.float64)
+        return np.array(arr, dtype=np.int64, order="C")
+    out = np.array(arr, dtype=np.float64, order="C")
     if finite_only and not np.isfinite(out).all():
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return out

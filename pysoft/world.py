@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from time import perf_counter
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import esper
 import numpy as np
@@ -28,6 +28,7 @@ from pysoft.systems import BUILT_IN, Pass
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 BACKENDS = ("c", "python")
 _contexts = itertools.count(1)
+_V = TypeVar("_V", bound=_RowView)
 
 
 class InstabilityError(RuntimeError):
@@ -255,7 +256,7 @@ class World:
         pin = np.asarray(pinned)
         if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
             raise ValueError(f"pinned must be a bool or {n} bools")
-        return self._add_particles(pos, vel, m, r, np.broadcast_to(pin, (n,))).tolist()
+        return cast(list[int], self._add_particles(pos, vel, m, r, np.broadcast_to(pin, (n,))).tolist())
 
     @staticmethod
     def _flag(name: str, value: Any) -> bool:
@@ -348,7 +349,7 @@ class World:
                 raise ValueError("rest_lengths must be finite and >= 0")
         table = self.store.springs
         start = table.add(m, ends=ends, pairs=rows.astype(np.int32), rest_length=rest, **params)
-        return self._create_entities(table, start, m, Spring).tolist()
+        return cast(list[int], self._create_entities(table, start, m, Spring).tolist())
 
     def spring(self, entity: int) -> Spring:
         """The Spring component of ``entity``."""
@@ -410,7 +411,7 @@ class World:
             raise KeyError(f"{name} must be an entity id (int), got {entity!r}")
         return int(entity)
 
-    def _component(self, entity: int, kind: type[Any], what: str) -> Any:
+    def _component(self, entity: int, kind: type[_V], what: str) -> _V:
         component = self._components.get(self._entity_id("entity", entity))
         if not isinstance(component, kind):
             raise KeyError(f"entity {entity} is not a live {what} of this world")

@@ -1,0 +1,96 @@
+"""Command line: ``python -m pysoft info | demo | bench``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+
+
+def info() -> int:
+    """Versions, the active backend and the C core's compile flags."""
+    import cffi
+    import esper
+    import numpy
+
+    import pysoft
+    from pysoft import _native
+
+    print(f"pysoft {pysoft.__version__}")
+    print(f"python {platform.python_version()} ({sys.executable})")
+    print(f"numpy {numpy.__version__}, esper {getattr(esper, '__version__', '?')}, "
+          f"cffi {cffi.__version__}")
+    if _native.AVAILABLE:
+        print("C core: loaded (pysoft._core)")
+        print(f"compile flags: {_native.compile_flags()}")
+        print("default backend: c")
+    else:
+        print(f"C core: MISSING ({_native.IMPORT_ERROR})")
+        print("default backend: none -- only World(backend='python') works; rebuild with "
+              "`pip install -e .`")
+    return 0
+
+
+def demo(seconds: float, backend: str, frames_shown: int | None) -> int:
+    """Soft boxes falling onto a floor, drawn in the terminal."""
+    from pysoft import scenes
+    from pysoft.draw import render
+
+    world = scenes.demo(backend=backend)
+    fps = 60
+    total = int(seconds * fps)
+    animate = sys.stdout.isatty() and frames_shown is None and not os.environ.get("CI")
+    shown = frames_shown if frames_shown is not None else (total if animate else 4)
+    marks = {round(total * (i + 1) / shown) for i in range(min(shown, total))}
+    t_sim = 0.0
+    for frame in range(1, total + 1):
+        t0 = time.perf_counter()
+        world.step()
+        t_sim += time.perf_counter() - t0
+        if frame in marks:
+            text = render(world)
+            if animate:
+                sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
+                sys.stdout.flush()
+                time.sleep(max(0.0, 1.0 / fps - (time.perf_counter() - t0)))
+            else:
+                print(f"t = {world.time:5.2f} s\n{text}\n")
+    y = world.positions[:, 1]
+    print(f"{world.store.particles.n} particles, {world.store.springs.n} springs, "
+          f"{total} frames of {world.substeps} substeps ({backend} backend) in {t_sim:.2f} s "
+          f"({1e3 * t_sim / total:.2f} ms per frame); lowest particle y = {y.min():.4f} m")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pysoft", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="versions, backend and compile flags")
+    p_demo = sub.add_parser("demo", help="soft boxes falling onto a floor, in the terminal")
+    p_demo.add_argument("--seconds", type=float, default=4.0, help="simulated time (s)")
+    p_demo.add_argument("--backend", choices=("c", "python"), default="c")
+    p_demo.add_argument("--frames", type=int, default=None,
+                        help="how many frames to print (default: animate on a terminal, "
+                             "else 4 snapshots)")
+    p_bench = sub.add_parser("bench", help="the benchmark (see README)")
+    p_bench.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    p_bench.add_argument("--rounds", type=int, default=5)
+    p_bench.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        return info()
+    if args.command == "demo":
+        if args.seconds <= 0 or (args.frames is not None and args.frames < 1):
+            parser.error("--seconds must be > 0 and --frames >= 1")
+        return demo(args.seconds, args.backend, args.frames)
+    from pysoft import bench
+
+    bench.run(tuple(args.sizes), args.rounds, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

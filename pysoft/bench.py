@@ -1,0 +1,170 @@
+"""``python -m pysoft bench``: the canonical scene at several sizes, and every kernel.
+
+All ratios are measured in the same run (this machine may be shared and
+noisy), with the compared loops interleaved in rounds and the median round
+kept:
+
+* overhead: ``World.step`` over the same C kernels called directly, one
+  foreign call each, on the same arrays (``World._bound``);
+* C/NumPy: the same scene stepped by a ``backend="python"`` world;
+* ns per spring: the spring kernel alone, divided by the spring count.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pysoft import _native, kernels, scenes
+from pysoft.components import Plane
+from pysoft.world import World
+
+
+def _rounds(fns: dict[str, Callable[[], None]], repeat: int, rounds: int) -> dict[str, float]:
+    """Median over ``rounds`` of the seconds per call of each fn, interleaved."""
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / repeat)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def _direct_kernels(world: World) -> Callable[[], None]:
+    """One substep's kernels called directly on the world's arrays (no systems)."""
+    b = world._bound
+    h = world.dt / world.substeps
+    rest, max_speed, drag = world.restitution_threshold, world.max_speed, world.drag
+    gravity, springs = (kernels.bind(name, "c", **arrays) for name, arrays in (
+        ("gravity_drag", {"force": b.force, "vel": world.velocities, "gravity": world._gravity,
+                          "mass": world.store.particles.view("mass"),
+                          "inv_mass": world.store.particles.view("inv_mass")}),
+        ("springs", _spring_arrays(world)),
+    ))
+    integrate, collide, unstable = b.symplectic_euler, b.collide_planes, b.find_unstable
+
+    def frame() -> None:
+        for _ in range(world.substeps):
+            gravity(drag)
+            springs()
+            integrate(h)
+            collide(rest)
+        unstable(max_speed)
+
+    return frame
+
+
+def _spring_arrays(world: World) -> dict[str, np.ndarray]:
+    s, p = world.store.springs, world.store.particles
+    return {"force": p.view("force"), "pos": p.view("pos"), "vel": p.view("vel"),
+            "pairs": s.view("pairs"), "rest_length": s.view("rest_length"),
+            "stiffness": s.view("stiffness"), "damping": s.view("damping")}
+
+
+def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[str, Any]:
+    """The 'boxes' scene at one size: build time, step rates, passes, ratios."""
+    t0 = time.perf_counter()
+    world = scenes.boxes(particles)
+    build_s = time.perf_counter() - t0
+    n, m = world.store.particles.n, world.store.springs.n
+    for _ in range(3):
+        world.step()
+    repeat = max(1, int(2e6 // (n + m)))
+    direct = _direct_kernels(world)
+    springs = kernels.bind("springs", "c", **_spring_arrays(world))
+    passes: dict[str, list[float]] = {}
+
+    def step() -> None:
+        world.step()
+        for k, v in world.profile.items():
+            passes.setdefault(k, []).append(v)
+
+    t = _rounds({"step": step, "direct": direct, "springs": springs}, repeat, rounds)
+    py = scenes.boxes(particles, backend="python")
+    py.step()
+    t_py = _rounds({"numpy": py.step}, numpy_frames, max(1, rounds // 2))["numpy"]
+    return {
+        "particles": n, "springs": m, "build_s": build_s,
+        "step_ms": 1e3 * t["step"], "direct_ms": 1e3 * t["direct"],
+        "steps_per_s": 1.0 / t["step"], "particle_steps_per_s": n / t["step"],
+        "ns_per_spring": 1e9 * t["springs"] / m,
+        "overhead": t["step"] / t["direct"], "numpy_step_ms": 1e3 * t_py,
+        "c_over_numpy": t_py / t["step"],
+        "passes_ms": {k: statistics.median(v) for k, v in passes.items()},
+    }
+
+
+def bench_small_body(rounds: int = 5) -> dict[str, Any]:
+    """One 25-particle spring body, 60 Hz frames of 8 substeps: microseconds per frame."""
+    world = World()
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0))
+    scenes.add_boxes(world, np.array([[0.0, 0.5]]), cells=5)
+    world.step()
+    t = _rounds({"frame": world.step}, 500, rounds)["frame"]
+    return {"particles": world.store.particles.n, "substeps": world.substeps, "frame_us": 1e6 * t}
+
+
+def bench_kernels(n: int = 10_000, dim: int = 2, rounds: int = 3) -> list[dict[str, Any]]:
+    """Every registered kernel on generated arrays: ns per row, C and NumPy."""
+    out = []
+    for name, kernel in kernels.REGISTRY.items():
+        args = kernel.sample(np.random.default_rng(0), n, dim)
+        arrays, scalars = kernels.arrays_of(name, args), kernels.scalars_of(name, args)
+        calls = {be: kernels.bind(name, be, **{k: v.copy() for k, v in arrays.items()})
+                 for be in ("c", "python")}
+        t = _rounds({be: functools.partial(f, *scalars) for be, f in calls.items()}, 20, rounds)
+        rows = len(arrays["pairs"]) if "pairs" in arrays else n
+        out.append({"kernel": name, "rows": rows, "c_ns": 1e9 * t["c"] / rows,
+                    "numpy_ns": 1e9 * t["python"] / rows, "ratio": t["python"] / t["c"]})
+    return out
+
+
+def machine() -> str:
+    """A one-line description of this machine."""
+    import os
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} " \
+           f"{platform.python_version()}, numpy {np.__version__}"
+
+
+def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
+        json_path: str | None = None, echo: Callable[[str], Any] = print) -> dict[str, Any]:
+    """Run the whole benchmark, print a report and return the figures."""
+    _native.require()
+    echo(f"pysoft bench -- {time.strftime('%Y-%m-%d')} -- {machine()}")
+    echo(f"C core flags: {_native.compile_flags()}")
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
+                               "scenes": [], "kernels": []}
+    echo("\nscene 'boxes' (dt 1/240 s, 1 substep, symplectic Euler)")
+    echo(f"{'particles':>10} {'springs':>8} {'build s':>8} {'step ms':>8} {'steps/s':>9} "
+         f"{'Mpart-steps/s':>13} {'ns/spring':>9} {'overhead':>8} {'C/NumPy':>8}")
+    for size in sizes:
+        r = bench_scene(size, rounds)
+        results["scenes"].append(r)
+        echo(f"{r['particles']:>10} {r['springs']:>8} {r['build_s']:>8.2f} {r['step_ms']:>8.3f} "
+             f"{r['steps_per_s']:>9.0f} {r['particle_steps_per_s'] / 1e6:>13.1f} "
+             f"{r['ns_per_spring']:>9.2f} {r['overhead']:>8.3f} {r['c_over_numpy']:>8.1f}")
+        echo("           passes (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in r["passes_ms"].items()))
+    body = bench_small_body(rounds)
+    results["small_body"] = body
+    echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "
+         f"{body['frame_us']:.1f} us per frame")
+    echo(f"\nkernels ({10_000} rows, dim 2): ns per row")
+    echo(f"{'kernel':>18} {'C':>8} {'NumPy':>8} {'ratio':>7}")
+    for k in bench_kernels(rounds=max(1, rounds // 2)):
+        results["kernels"].append(k)
+        echo(f"{k['kernel']:>18} {k['c_ns']:>8.2f} {k['numpy_ns']:>8.2f} {k['ratio']:>7.1f}")
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(results, fh, indent=2)
+        echo(f"\nfigures written to {json_path}")
+    return results

@@ -1,0 +1,40 @@
+"""Headless drawing: a world rendered as Unicode braille in a terminal.
+
+Each character cell holds 2x4 dots, so an 80x24 terminal shows 160x96 dots.
+Springs are drawn as dotted lines and plane colliders as a ruled line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pysoft.world import World
+
+# Braille dot bits for (column, row) inside a 2x4 cell (Unicode U+2800 block).
+_BITS = np.array([[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]])
+
+
+def render(world: World, width: int = 78, height: int = 22,
+           view: tuple[float, float, float, float] = (-3.0, -0.3, 3.0, 4.2)) -> str:
+    """The world's particles, springs and floor lines in ``view`` (x0, y0, x1, y1), as text."""
+    x0, y0, x1, y1 = view
+    cols, rows = 2 * width, 4 * height
+    pos = world.positions[:, :2]
+    pairs = world.store.springs.view("pairs")
+    t = np.linspace(0.0, 1.0, 6)[:, None, None]
+    pts = [pos, *(pos[pairs[:, 0]] * (1 - t) + pos[pairs[:, 1]] * t)] if len(pairs) else [pos]
+    pts_all = np.concatenate([p.reshape(-1, 2) for p in pts])
+    px = ((pts_all[:, 0] - x0) / (x1 - x0) * (cols - 1)).round().astype(int)
+    py = ((y1 - pts_all[:, 1]) / (y1 - y0) * (rows - 1)).round().astype(int)
+    inside = (px >= 0) & (px < cols) & (py >= 0) & (py < rows)
+    cells = np.zeros((height, width), dtype=np.int64)
+    np.bitwise_or.at(cells, (py[inside] // 4, px[inside] // 2), _BITS[px[inside] % 2, py[inside] % 4])
+    lines = ["".join(chr(0x2800 + c) if c else " " for c in row) for row in cells]
+    planes = world.store.planes
+    for normal, offset in zip(planes.view("normal"), planes.view("offset"), strict=True):
+        if abs(normal[1]) > 0.99:  # a floor or ceiling: a ruled row
+            y = offset / normal[1]
+            r = round((y1 - y) / (y1 - y0) * (rows - 1)) // 4
+            if 0 <= r < height:
+                lines[r] = "".join("▔" if ch == " " else ch for ch in lines[r])
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""The CLI and every example run headless, for a few frames."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from pysoft import bench
+from pysoft.__main__ import main
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def _load(path: pathlib.Path) -> object:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_info_reports_the_c_core(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "C core: loaded" in out
+    assert "-ffp-contract=off" in out and "-ffast-math" not in out
+
+
+def test_demo_draws_in_the_terminal_without_a_display(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--seconds", "2", "--frames", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("t = ") == 2
+    assert "▔" in out  # the floor
+    assert any(0x2800 < ord(ch) <= 0x28FF for ch in out)  # particles, in braille
+    lowest = float(out.rsplit("lowest particle y = ", 1)[1].split()[0])
+    assert -1e-9 <= lowest < 0.05  # the boxes landed on the floor, not through it
+
+
+def test_demo_as_a_subprocess_without_a_tty() -> None:
+    run = subprocess.run([sys.executable, "-m", "pysoft", "demo", "--seconds", "0.5"],
+                         capture_output=True, text=True, timeout=120, env={"TERM": "dumb", "PATH": ""})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("t = ") == 4
+
+
+def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    results = bench.run(sizes=(200,), rounds=1)
+    scene = results["scenes"][0]
+    for key in ("steps_per_s", "particle_steps_per_s", "ns_per_spring", "overhead",
+                "c_over_numpy", "build_s"):
+        assert scene[key] > 0
+    assert set(scene["passes_ms"]) == {"forces", "integrate", "constraints", "collide", "finish"}
+    assert {k["kernel"] for k in results["kernels"]} == set(bench.kernels.REGISTRY)
+    assert results["small_body"]["particles"] == 25
+    assert "overhead" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs_headless(path: pathlib.Path) -> None:
+    module = _load(path)
+    result = module.main(1.0) if path.stem == "falling_boxes" else module.main(60)  # type: ignore[attr-defined]
+    if path.stem == "falling_boxes":
+        assert -1e-9 <= result < 0.05
+    elif path.stem == "esper_game":
+        assert all(0.0 < y < 2.5 for y in result)
+    else:
+        assert result > 0.0  # the wind pushed the rope downwind
