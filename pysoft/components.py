@@ -8,6 +8,7 @@ so a component stays valid for as long as its entity lives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +28,37 @@ class _RowView:
         self.row = row
         self.entity = entity
 
-    def _get(self, name: str) -> Any:
-        return self.table.arrays[name][self.row]
-
-    def _scalar(self, name: str) -> float:
-        return float(self.table.arrays[name][self.row])
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} entity={self.entity} row={self.row}>"
+
+
+class _Column:
+    """A scalar field of a row view: reads the Store; writes it through ``check`` (None: read-only)."""
+
+    def __init__(self, field: str, doc: str, check: Callable[[str, Any], float] | None = None) -> None:
+        self.field, self.check, self.__doc__ = field, check, doc
+
+    def __get__(self, view: _RowView | None, owner: Any = None) -> Any:
+        return self if view is None else float(view.table.arrays[self.field][view.row])
+
+    def __set__(self, view: _RowView, value: Any) -> None:
+        if self.check is None:
+            raise AttributeError(f"{self.field} is read-only")
+        view.table.arrays[self.field][view.row] = self.check(self.field, value)
+
+
+class _Vector:
+    """A vector field of a row view: a writable view of the Store row; assignment is checked."""
+
+    def __init__(self, field: str, name: str, doc: str) -> None:
+        self.field, self.name, self.__doc__ = field, name, doc
+
+    def __get__(self, view: _RowView | None, owner: Any = None) -> Any:
+        return self if view is None else view.table.arrays[self.field][view.row]
+
+    def __set__(self, view: _RowView, value: Any) -> None:
+        arr = view.table.arrays[self.field]
+        arr[view.row] = validate.vector(self.name, value, arr.shape[1])
 
 
 class Particle(_RowView):
@@ -42,55 +66,17 @@ class Particle(_RowView):
 
     __slots__ = ()
 
-    @property
-    def position(self) -> np.ndarray:
-        """Position (m), a writable view of the Store row."""
-        out: np.ndarray = self._get("pos")
-        return out
-
-    @position.setter
-    def position(self, value: Any) -> None:
-        self.table.arrays["pos"][self.row] = validate.vector("position", value, self._dim)
-
-    @property
-    def velocity(self) -> np.ndarray:
-        """Velocity (m/s), a writable view of the Store row."""
-        out: np.ndarray = self._get("vel")
-        return out
-
-    @velocity.setter
-    def velocity(self, value: Any) -> None:
-        self.table.arrays["vel"][self.row] = validate.vector("velocity", value, self._dim)
-
-    @property
-    def force(self) -> np.ndarray:
-        """Force accumulated this substep (N); user systems may add to it."""
-        out: np.ndarray = self._get("force")
-        return out
-
-    @property
-    def mass(self) -> float:
-        """Mass (kg); ``inf`` for an immovable particle."""
-        return self._scalar("mass")
-
-    @property
-    def inv_mass(self) -> float:
-        """1 / mass (1/kg); 0 when the particle is pinned or of infinite mass."""
-        return self._scalar("inv_mass")
+    position = _Vector("pos", "position", "Position (m), a writable view of the Store row.")
+    velocity = _Vector("vel", "velocity", "Velocity (m/s), a writable view of the Store row.")
+    force = _Vector("force", "force", "Force of the current substep (N); user systems may add to it.")
+    mass = _Column("mass", "Mass (kg); ``inf`` for an immovable particle.")
+    inv_mass = _Column("inv_mass", "1 / mass (1/kg); 0 when pinned or of infinite mass.")
+    radius = _Column("radius", "Collision radius (m).")
 
     @property
     def pinned(self) -> bool:
         """True if the particle never moves."""
-        return self._scalar("inv_mass") == 0.0
-
-    @property
-    def radius(self) -> float:
-        """Collision radius (m)."""
-        return self._scalar("radius")
-
-    @property
-    def _dim(self) -> int:
-        return int(self.table.arrays["pos"].shape[1])
+        return bool(self.inv_mass == 0.0)
 
 
 class Spring(_RowView):
@@ -108,32 +94,9 @@ class Spring(_RowView):
         """Second endpoint (particle entity)."""
         return int(self.table.arrays["ends"][self.row, 1])
 
-    @property
-    def rest_length(self) -> float:
-        """Rest length (m)."""
-        return self._scalar("rest_length")
-
-    @rest_length.setter
-    def rest_length(self, value: float) -> None:
-        self.table.arrays["rest_length"][self.row] = validate.nonnegative("rest_length", value)
-
-    @property
-    def stiffness(self) -> float:
-        """Stiffness k (N/m)."""
-        return self._scalar("stiffness")
-
-    @stiffness.setter
-    def stiffness(self, value: float) -> None:
-        self.table.arrays["stiffness"][self.row] = validate.nonnegative("stiffness", value)
-
-    @property
-    def damping(self) -> float:
-        """Damping along the spring axis (N s/m)."""
-        return self._scalar("damping")
-
-    @damping.setter
-    def damping(self, value: float) -> None:
-        self.table.arrays["damping"][self.row] = validate.nonnegative("damping", value)
+    rest_length = _Column("rest_length", "Rest length (m).", validate.nonnegative)
+    stiffness = _Column("stiffness", "Stiffness k (N/m).", validate.nonnegative)
+    damping = _Column("damping", "Damping along the spring axis (N s/m).", validate.nonnegative)
 
 
 @dataclass(frozen=True)
@@ -166,20 +129,5 @@ class Collider(_RowView):
         super().__init__(table, row, entity)
         self.shape = shape
 
-    @property
-    def restitution(self) -> float:
-        """Coefficient of restitution in [0, 1]."""
-        return self._scalar("restitution")
-
-    @restitution.setter
-    def restitution(self, value: float) -> None:
-        self.table.arrays["restitution"][self.row] = validate.unit_interval("restitution", value)
-
-    @property
-    def friction(self) -> float:
-        """Coulomb friction coefficient (>= 0)."""
-        return self._scalar("friction")
-
-    @friction.setter
-    def friction(self, value: float) -> None:
-        self.table.arrays["friction"][self.row] = validate.nonnegative("friction", value)
+    restitution = _Column("restitution", "Coefficient of restitution in [0, 1].", validate.unit_interval)
+    friction = _Column("friction", "Coulomb friction coefficient (>= 0).", validate.nonnegative)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -109,3 +110,41 @@ def per_row(name: str, value: Any, count: int) -> np.ndarray:
 def _fmt(shape: tuple[int | None, ...]) -> str:
     inner = ", ".join("N" if s is None else str(s) for s in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def choice(options: tuple[str, ...]) -> Callable[[str, Any], str]:
+    """A check that accepts one of ``options``."""
+
+    def check(name: str, value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"{name} must be one of {options}, got {value!r}")
+        return str(value)
+
+    return check
+
+
+T = TypeVar("T")
+
+
+class Checked(Generic[T]):
+    """An attribute whose every assignment goes through ``check(name, value)``.
+
+    The checked value is kept in ``obj._<name>``, where hot code may read it.
+    """
+
+    def __init__(self, check: Callable[[str, Any], T], doc: str) -> None:
+        self.check = check
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]  # the descriptor, for help()
+        value: T = getattr(obj, self.slot)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.slot, self.check(self.name, value))

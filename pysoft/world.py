@@ -126,81 +126,26 @@ class World:
     def gravity(self, value: Any) -> None:
         self._gravity[:] = validate.vector("gravity", value, self.dim)  # kernels hold this array
 
-    @property
-    def dt(self) -> float:
-        """Default frame length (s) of ``step()``."""
-        return self._dt
-
-    @dt.setter
-    def dt(self, value: float) -> None:
-        self._dt = validate.positive("dt", value)
-
-    @property
-    def substeps(self) -> int:
-        """Substeps per frame."""
-        return self._substeps
-
-    @substeps.setter
-    def substeps(self, value: int) -> None:
-        self._substeps = validate.integer("substeps", value, 1)
-
-    @property
-    def max_dt(self) -> float:
-        """Frame length cap (s): a longer frame is clamped to it."""
-        return self._max_dt
-
-    @max_dt.setter
-    def max_dt(self, value: float) -> None:
-        self._max_dt = validate.positive("max_dt", value)
-
-    @property
-    def drag(self) -> float:
-        """Linear air resistance (1/s)."""
-        return self._drag
-
-    @drag.setter
-    def drag(self, value: float) -> None:
-        self._drag = validate.nonnegative("drag", value)
-
-    @property
-    def integrator(self) -> str:
-        """One of ``INTEGRATORS``."""
-        return self._integrator
-
-    @integrator.setter
-    def integrator(self, value: str) -> None:
-        if value not in INTEGRATORS:
-            raise ValueError(f"integrator must be one of {INTEGRATORS}, got {value!r}")
-        self._integrator = value
-
-    @property
-    def restitution_threshold(self) -> float:
-        """Approach speed (m/s) below which a contact does not bounce (no resting jitter)."""
-        return self._restitution_threshold
-
-    @restitution_threshold.setter
-    def restitution_threshold(self, value: float) -> None:
-        self._restitution_threshold = validate.nonnegative("restitution_threshold", value)
-
-    @property
-    def max_speed(self) -> float:
-        """Speed (m/s) above which a particle counts as unstable."""
-        return self._max_speed
-
-    @max_speed.setter
-    def max_speed(self, value: float) -> None:
-        self._max_speed = validate.positive("max_speed", value)
-
-    @property
-    def on_instability(self) -> str:
-        """``"raise"`` (InstabilityError), ``"warn"`` (RuntimeWarning) or ``"ignore"``."""
-        return self._on_instability
-
-    @on_instability.setter
-    def on_instability(self, value: str) -> None:
-        if value not in ("raise", "warn", "ignore"):
-            raise ValueError(f"on_instability must be 'raise', 'warn' or 'ignore', got {value!r}")
-        self._on_instability = value
+    # Checked settings keep their value in _<name>, which the step loop reads.
+    _dt: float
+    _substeps: int
+    _max_dt: float
+    _drag: float
+    _integrator: str
+    _restitution_threshold: float
+    _max_speed: float
+    _on_instability: str
+    dt = validate.Checked(validate.positive, "Default frame length (s) of ``step()``.")
+    substeps = validate.Checked(lambda n, v: validate.integer(n, v, 1), "Substeps per frame.")
+    max_dt = validate.Checked(validate.positive, "Frame length cap (s): a longer frame is clamped to it.")
+    drag = validate.Checked(validate.nonnegative, "Linear air resistance (1/s).")
+    integrator = validate.Checked(validate.choice(INTEGRATORS), "One of ``INTEGRATORS``.")
+    restitution_threshold = validate.Checked(
+        validate.nonnegative, "Approach speed (m/s) below which a contact does not bounce.")
+    max_speed = validate.Checked(validate.positive, "Speed (m/s) above which a particle counts as unstable.")
+    on_instability = validate.Checked(
+        validate.choice(("raise", "warn", "ignore")),
+        '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')
 
     # -- esper context ------------------------------------------------------
 
