@@ -264,8 +264,12 @@ class World:
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,
                    rest_length: float | None = None) -> int:
         """A damped spring between particles ``a`` and ``b``; rest length defaults to their distance."""
+        ea = self._component(a, Particle, "particle", "a").entity
+        eb = self._component(b, Particle, "particle", "b").entity
+        if ea == eb:
+            raise ValueError(f"b must be a different particle from a (both are entity {ea})")
         rest = None if rest_length is None else [validate.nonnegative("rest_length", rest_length)]
-        return self.add_springs([[self._entity_id("a", a), self._entity_id("b", b)]],
+        return self.add_springs([[ea, eb]],
                                 validate.nonnegative("stiffness", stiffness),
                                 validate.nonnegative("damping", damping), rest)[0]
 
@@ -356,10 +360,10 @@ class World:
             raise KeyError(f"{name} must be an entity id (int), got {entity!r}")
         return int(entity)
 
-    def _component(self, entity: int, kind: type[_V], what: str) -> _V:
-        component = self._components.get(self._entity_id("entity", entity))
+    def _component(self, entity: int, kind: type[_V], what: str, name: str = "entity") -> _V:
+        component = self._components.get(self._entity_id(name, entity))
         if not isinstance(component, kind):
-            raise KeyError(f"entity {entity} is not a live {what} of this world")
+            raise KeyError(f"{name}: entity {entity} is not a live {what} of this world")
         return component
 
     # -- systems and stepping -----------------------------------------------

@@ -1,0 +1,284 @@
+"""Bad input: every public entry point rejects it with a clear error and changes nothing.
+
+DESIGN.md, "Bad input": NaN or infinite coordinates, non-positive mass,
+negative radius, ``dt < 0`` (``dt == 0`` is a no-op), a spring from a
+particle to itself, unknown or deleted entities, wrong array shapes or dtypes
+get a ``ValueError``/``KeyError`` naming the argument, and the world is
+unchanged. Each case below checks all three: the type, the argument's name in
+the message, and a bitwise fingerprint of the world before and after.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import esper
+import numpy as np
+import pytest
+
+import pysoft
+
+BACKENDS = ("c", "python")
+NAN = math.nan
+INF = math.inf
+
+
+def fingerprint(world: pysoft.World) -> bytes:
+    """Bytes of everything a rejected call must not touch."""
+    s = world.store
+    previous = esper.current_world
+    esper.switch_world(world.context)
+    try:
+        live = tuple(len(esper.get_component(kind))
+                     for kind in (pysoft.Particle, pysoft.Spring, pysoft.Collider))
+    finally:
+        esper.switch_world(previous)
+    return b"".join((
+        np.ascontiguousarray(world.positions).tobytes(),
+        np.ascontiguousarray(world.velocities).tobytes(),
+        struct.pack("<d", world.time),
+        struct.pack("<5q", s.particles.n, s.springs.n, s.planes.n, s.version, len(world.particles)),
+        struct.pack("<3q", *live),
+    ))
+
+
+@dataclass
+class Scene:
+    """A small stepped world and the entities the cases refer to."""
+
+    world: pysoft.World
+    p0: int
+    p1: int
+    p2: int
+    spring: int
+    collider: int
+    removed: int
+
+
+def make_scene(backend: str) -> Scene:
+    w = pysoft.World(backend=backend)
+    collider = w.add_collider(pysoft.Plane(normal=(0.0, 1.0), offset=0.0))
+    p0 = w.add_particle((0.0, 1.0), velocity=(0.5, 0.0))
+    p1 = w.add_particle((0.3, 1.2))
+    p2 = w.add_particle((0.6, 0.9), mass=2.0, radius=0.05)
+    removed = w.add_particle((1.0, 1.0))
+    spring = w.add_spring(p0, p1, stiffness=300.0, damping=1.0)
+    w.remove(removed)
+    for _ in range(3):  # non-trivial velocities and time
+        w.step()
+    return Scene(w, p0, p1, p2, spring, collider, removed)
+
+
+Call = Callable[[Scene], Any]
+
+
+def _np_object_positions() -> np.ndarray:
+    out = np.empty((2, 2), dtype=object)
+    out[:] = [[0.0, 1.0], [None, 2.0]]
+    return out
+
+
+def _many_with_one_nan() -> np.ndarray:
+    pos = np.stack([np.linspace(-1.0, 1.0, 50), np.full(50, 2.0)], axis=1)
+    pos[37, 1] = NAN
+    return pos
+
+
+# (id, call, exception, regex that must name the offending argument)
+CASES: list[tuple[str, Call, type[Exception], str]] = [
+    # add_particle
+    ("position-nan", lambda s: s.world.add_particle((NAN, 0.0)), ValueError, "position"),
+    ("position-inf", lambda s: s.world.add_particle((0.0, INF)), ValueError, "position"),
+    ("position-neg-inf", lambda s: s.world.add_particle((-INF, 0.0)), ValueError, "position"),
+    ("velocity-nan", lambda s: s.world.add_particle((0.0, 0.0), velocity=(0.0, NAN)),
+     ValueError, "velocity"),
+    ("position-wrong-length", lambda s: s.world.add_particle((0.0, 1.0, 2.0)),
+     ValueError, "position"),
+    ("position-string", lambda s: s.world.add_particle("ab"),  # type: ignore[arg-type]
+     ValueError, "position"),
+    ("position-strings", lambda s: s.world.add_particle(("0", "1")),  # type: ignore[arg-type]
+     ValueError, "position"),
+    ("mass-zero", lambda s: s.world.add_particle((0.0, 0.0), mass=0.0), ValueError, "mass"),
+    ("mass-negative", lambda s: s.world.add_particle((0.0, 0.0), mass=-1.0), ValueError, "mass"),
+    ("mass-nan", lambda s: s.world.add_particle((0.0, 0.0), mass=NAN), ValueError, "mass"),
+    ("radius-negative", lambda s: s.world.add_particle((0.0, 0.0), radius=-0.1),
+     ValueError, "radius"),
+    ("radius-nan", lambda s: s.world.add_particle((0.0, 0.0), radius=NAN), ValueError, "radius"),
+    ("pinned-not-bool", lambda s: s.world.add_particle((0.0, 0.0), pinned="yes"),  # type: ignore[arg-type]
+     ValueError, "pinned"),
+    # add_particles
+    ("particles-shape-n3", lambda s: s.world.add_particles(np.zeros((4, 3))),
+     ValueError, "positions"),
+    ("particles-strings", lambda s: s.world.add_particles([["a", "b"], ["c", "d"]]),
+     ValueError, "positions"),
+    ("particles-object", lambda s: s.world.add_particles(_np_object_positions()),
+     ValueError, "positions"),
+    ("particles-complex", lambda s: s.world.add_particles(np.ones((3, 2), dtype=complex)),
+     ValueError, "positions"),
+    ("particles-masses-length", lambda s: s.world.add_particles(np.zeros((3, 2)), masses=[1.0, 2.0]),
+     ValueError, "masses"),
+    ("particles-masses-zero", lambda s: s.world.add_particles(np.zeros((3, 2)),
+                                                              masses=[1.0, 0.0, 1.0]),
+     ValueError, "masses"),
+    ("particles-one-nan", lambda s: s.world.add_particles(_many_with_one_nan()),
+     ValueError, "positions"),
+    ("particles-velocities-shape", lambda s: s.world.add_particles(np.zeros((3, 2)),
+                                                                   velocities=np.zeros((2, 2))),
+     ValueError, "velocities"),
+    ("particles-radii-negative", lambda s: s.world.add_particles(np.zeros((2, 2)),
+                                                                 radii=[0.1, -0.1]),
+     ValueError, "radii"),
+    # add_spring: the bad endpoint is always ``b`` (``a`` would match the article "a")
+    ("spring-self", lambda s: s.world.add_spring(s.p0, s.p0), ValueError, r"\bb\b"),
+    ("spring-unknown", lambda s: s.world.add_spring(s.p0, 10_000), KeyError, r"\bb\b"),
+    ("spring-removed", lambda s: s.world.add_spring(s.p0, s.removed), KeyError, r"\bb\b"),
+    ("spring-to-spring", lambda s: s.world.add_spring(s.p0, s.spring), KeyError, r"\bb\b"),
+    ("spring-to-collider", lambda s: s.world.add_spring(s.p0, s.collider), KeyError, r"\bb\b"),
+    ("stiffness-negative", lambda s: s.world.add_spring(s.p0, s.p2, stiffness=-1.0),
+     ValueError, "stiffness"),
+    ("damping-nan", lambda s: s.world.add_spring(s.p0, s.p2, damping=NAN), ValueError, "damping"),
+    ("rest-length-negative", lambda s: s.world.add_spring(s.p0, s.p2, rest_length=-0.5),
+     ValueError, "rest_length"),
+    # add_springs
+    ("springs-shape-m3", lambda s: s.world.add_springs([[s.p0, s.p1, s.p2]]), ValueError, "pairs"),
+    ("springs-float-pairs", lambda s: s.world.add_springs(np.array([[s.p0, s.p2]], dtype=float)),
+     ValueError, "pairs"),
+    ("springs-unknown", lambda s: s.world.add_springs([[s.p0, s.p2], [s.p1, 10_000]]),
+     KeyError, "pairs"),
+    ("springs-stiffness-length", lambda s: s.world.add_springs([[s.p0, s.p2]],
+                                                               stiffness=[1.0, 2.0]),
+     ValueError, "stiffness"),
+    # step
+    ("step-negative", lambda s: s.world.step(-1.0), ValueError, "dt"),
+    ("step-nan", lambda s: s.world.step(NAN), ValueError, "dt"),
+    ("step-inf", lambda s: s.world.step(INF), ValueError, "dt"),
+    ("step-string", lambda s: s.world.step("x"), ValueError, "dt"),  # type: ignore[arg-type]
+    # colliders
+    ("plane-zero-normal", lambda s: s.world.add_collider(pysoft.Plane(normal=(0.0, 0.0))),
+     ValueError, "normal"),
+    ("plane-normal-nan", lambda s: s.world.add_collider(pysoft.Plane(normal=(NAN, 1.0))),
+     ValueError, "normal"),
+    ("restitution-1.5", lambda s: s.world.add_collider(pysoft.Plane(normal=(0.0, 1.0)),
+                                                       restitution=1.5),
+     ValueError, "restitution"),
+    ("friction-negative", lambda s: s.world.add_collider(pysoft.Plane(normal=(0.0, 1.0)),
+                                                         friction=-1.0),
+     ValueError, "friction"),
+    # entities
+    ("remove-unknown", lambda s: s.world.remove(10_000), KeyError, "entity"),
+    ("remove-removed", lambda s: s.world.remove(s.removed), KeyError, "entity"),
+    ("particle-of-spring", lambda s: s.world.particle(s.spring), KeyError, "entity"),
+    ("particle-of-removed", lambda s: s.world.particle(s.removed), KeyError, "entity"),
+    ("spring-of-particle", lambda s: s.world.spring(s.p0), KeyError, "entity"),
+    ("row-of-collider", lambda s: s.world.row(s.collider), KeyError, "entity"),
+    # component setters
+    ("set-position-nan", lambda s: setattr(s.world.particle(s.p0), "position", (NAN, 0.0)),
+     ValueError, "position"),
+    ("set-velocity-shape", lambda s: setattr(s.world.particle(s.p0), "velocity", (1.0, 2.0, 3.0)),
+     ValueError, "velocity"),
+    # snapshots
+    ("restore-garbage", lambda s: s.world.restore(b"garbage"), ValueError, "blob"),
+    ("restore-not-bytes", lambda s: s.world.restore("garbage"), ValueError, "blob"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("call", "exc", "name"), [pytest.param(*c[1:], id=c[0]) for c in CASES])
+def test_bad_call_raises_and_leaves_world_unchanged(
+    backend: str, call: Call, exc: type[Exception], name: str
+) -> None:
+    scene = make_scene(backend)
+    w = scene.world
+    context = esper.current_world
+    before = fingerprint(w)
+    with pytest.raises(exc, match=name):
+        call(scene)
+    assert fingerprint(w) == before
+    assert esper.current_world == context
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_endpoint_message_names_the_entity(backend: str) -> None:
+    scene = make_scene(backend)
+    with pytest.raises(KeyError, match="10000"):
+        scene.world.add_spring(scene.p0, 10_000)
+    with pytest.raises(KeyError, match=str(scene.removed)):
+        scene.world.add_spring(scene.p0, scene.removed)
+
+
+WORLD_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("dim-4", {"dim": 4}, "dim"),
+    ("dim-1", {"dim": 1}, "dim"),
+    ("integrator-leapfrog", {"integrator": "leapfrog"}, "integrator"),
+    ("backend-fortran", {"backend": "fortran"}, "backend"),
+    ("substeps-0", {"substeps": 0}, "substeps"),
+    ("substeps-float", {"substeps": 2.5}, "substeps"),
+    ("dt-0", {"dt": 0.0}, "dt"),
+    ("dt-nan", {"dt": NAN}, "dt"),
+    ("max-dt-negative", {"max_dt": -1.0}, "max_dt"),
+    ("drag-negative", {"drag": -0.1}, "drag"),
+    ("gravity-3-in-2d", {"gravity": (0.0, -9.81, 0.0)}, "gravity"),
+    ("gravity-2-in-3d", {"dim": 3, "gravity": (0.0, -9.81)}, "gravity"),
+    ("gravity-nan", {"gravity": (0.0, NAN)}, "gravity"),
+    ("on-instability", {"on_instability": "explode"}, "on_instability"),
+    ("context-not-str", {"context": 7}, "context"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [pytest.param(*c[1:], id=c[0]) for c in WORLD_CASES])
+def test_bad_world_arguments(kwargs: dict[str, Any], name: str) -> None:
+    gc.collect()  # finalizers of dead worlds must not run during the comparison
+    contexts = sorted(esper.list_worlds())
+    current = esper.current_world
+    with pytest.raises(ValueError, match=name):
+        pysoft.World(**kwargs)
+    assert sorted(esper.list_worlds()) == contexts  # no esper context leaked
+    assert esper.current_world == current
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("attr", ["dt", "max_dt", "substeps", "drag", "gravity"])
+def test_bad_setting_keeps_old_value(backend: str, attr: str) -> None:
+    w = make_scene(backend).world
+    old = np.array(getattr(w, attr), dtype=float).tobytes()
+    bad: Any = (NAN, NAN, NAN) if attr == "gravity" else -1
+    with pytest.raises(ValueError, match=attr):
+        setattr(w, attr, bad)
+    assert np.array(getattr(w, attr), dtype=float).tobytes() == old
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_infinite_mass_is_valid_and_immovable(backend: str) -> None:
+    w = make_scene(backend).world
+    p = w.add_particle((0.0, 3.0), velocity=(1.0, 0.0), mass=INF)
+    start = w.particle(p).position.copy()
+    for _ in range(10):
+        w.step()
+    assert w.particle(p).position.tobytes() == start.tobytes()
+    assert w.particle(p).pinned
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_zero_is_a_bitwise_noop(backend: str) -> None:
+    w = make_scene(backend).world
+    before = fingerprint(w)
+    w.step(0.0)
+    assert fingerprint(w) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_long_frame_is_clamped_to_max_dt(backend: str) -> None:
+    max_dt = 1.0 / 15.0
+    w = make_scene(backend).world
+    twin = make_scene(backend).world
+    assert w.max_dt == max_dt
+    t0 = w.time
+    w.step(10.0)
+    assert w.time == t0 + max_dt
+    twin.step(max_dt)
+    assert fingerprint(w) == fingerprint(twin)
