@@ -71,3 +71,42 @@ def test_example_runs_headless(path: pathlib.Path) -> None:
         assert all(0.0 < y < 2.5 for y in result)
     else:
         assert result > 0.0  # the wind pushed the rope downwind
+
+
+# An editable install maps ``pysoft`` to the checkout from a meta-path finder; drop it so
+# the subprocess imports the copy on PYTHONPATH.
+UNMAP = "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]\n"
+
+
+def _source_tree_without_core(tmp_path: pathlib.Path) -> dict[str, str]:
+    """A copy of the package without the compiled core, and an environment that imports it."""
+    package = tmp_path / "pysoft"
+    package.mkdir()
+    for source in (ROOT / "pysoft").glob("*.py"):
+        (package / source.name).write_text(source.read_text())
+    return {"PYTHONPATH": str(tmp_path), "PATH": ""}
+
+
+def test_info_says_when_the_c_core_is_missing(tmp_path: pathlib.Path) -> None:
+    env = _source_tree_without_core(tmp_path)
+    info = UNMAP + ("import runpy; sys.argv = ['pysoft', 'info']; "
+                    "runpy.run_module('pysoft', run_name='__main__')")
+    run = subprocess.run([sys.executable, "-c", info], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "C core: MISSING" in run.stdout
+    # Without the core only the NumPy backend can be used, and the C backend says why.
+    code = (UNMAP + "import pysoft\nassert not pysoft.C_AVAILABLE\npysoft.World(backend='python').step()\n"
+            "try:\n    pysoft.World()\nexcept RuntimeError as e:\n    print(e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "C core pysoft._core is not built" in run.stdout
+
+
+def test_require_c_makes_import_fail_without_the_core(tmp_path: pathlib.Path) -> None:
+    env = {**_source_tree_without_core(tmp_path), "PYSOFT_REQUIRE_C": "1"}
+    run = subprocess.run([sys.executable, "-c", UNMAP + "import pysoft"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=60)
+    assert run.returncode != 0
+    assert "PYSOFT_REQUIRE_C is set" in run.stderr
