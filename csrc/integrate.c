@@ -27,7 +27,7 @@
 #define ROWS(body)                                          \
     for (int i = 0; i < n; i++) {                           \
         if (inv_mass[i] == 0.0) continue;                   \
-        double im = inv_mass[i];                            \
+        double im = inv_mass[i]; (void)im;                  \
         for (int c = 0; c < dim; c++) {                     \
             long q = (long)i * dim + c;                     \
             body                                            \

@@ -17,7 +17,7 @@ HEADER = CSRC / "pysoft.h"
 # One C file per pass, in step order.
 SOURCES = ["forces.c", "integrate.c", "collide.c", "finish.c"]
 # Determinism: no fused multiply-add, never -ffast-math (DESIGN.md).
-COMPILE_FLAGS = ["-std=c99", "-O2", "-ffp-contract=off"]
+COMPILE_FLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"]
 
 
 def cdef_text(header: pathlib.Path = HEADER) -> str:
