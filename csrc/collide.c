@@ -1,56 +1,284 @@
-/* collide.c -- the collide pass: particles against half-spaces (Plane).
+/* collide.c -- the collide pass: particles against colliders.
  *
- * A plane is (normal n, unit length; offset o): the solid side is
- * n.x < o. A particle of radius r penetrates by depth = r - (n.x - o).
- * Resolution, per particle and plane in index order (particles outer):
+ * A collider is a pose (centre c, rotation R, row-major dim x dim, world =
+ * R local + c) and a shape in its own frame, one of two kinds:
  *
- *   1. projection: x += depth n (the particle's surface touches the plane)
- *   2. if the particle approaches (vn = v.n < 0), a velocity-level impulse:
- *        vn' = -e vn     (restitution e), or 0 if -vn <= rest_speed, so
- *                        resting contacts do not jitter;
- *        Coulomb friction with coefficient mu: the tangential speed |vt|
- *        drops by mu (vn' - vn), the normal impulse per unit mass; if that
- *        is enough to stop it, vt = 0 (static friction holds).
+ *   PS_POLYTOPE  the intersection of half-spaces n_f . y <= o_f (local y):
+ *                Plane (1 face), Box (4 or 6), convex Polygon (one per edge);
+ *   PS_CAPSULE   the points within radius R of the segment [a, b]:
+ *                Disc and Sphere (a == b) and Segment (terrain pieces).
  *
- * This is the classic particle-vs-half-space response of position-based
- * game physics (Jakobsen 2001; Mueller et al. 2007), with the friction cone
- * of Coulomb's law applied to the normal impulse of this substep.
- * Returns the number of contacts resolved.
+ * A particle of radius r is tested against the shape grown by r (polytope
+ * faces pushed out by r: a sharp-cornered approximation of the rounded
+ * Minkowski sum, r larger than it at most by r(sqrt(dim) - 1) at corners).
+ *
+ * Finding the contact of particle i with collider j, in j's frame, from the
+ * substep's start p (prev_pos) to its position x:
+ *   - if p was outside and the segment p -> x enters the grown shape, the
+ *     contact is on the entry surface (swept test: Cyrus-Beck clipping for
+ *     polytopes, the first root of |y(t) - axis| = R + r for capsules), so a
+ *     fast particle never passes through a thin box, segment or plane;
+ *   - else if x is inside, the contact is on the nearest surface;
+ *   depth = how far x must move along the contact normal to reach that
+ *   surface's tangent plane.
+ * The deepest contact over all colliders wins (Box2D-style: the most
+ * penetrating feature decides, so particles are not snagged at the seams of
+ * touching shapes); it is resolved, and the search repeats up to
+ * `iterations` times, which settles concave corners made of several shapes.
+ *
+ * Resolution, relative to the collider's surface velocity at the contact,
+ * u = v_c + w x (x - c) (w: angular velocity, (k, 3); in 2D only w_z):
+ *   x += depth n;  vn = (v - u) . n;  if vn < 0:
+ *     vn' = -e vn, or 0 if -vn <= rest_speed (no resting jitter);
+ *     Coulomb friction with the normal impulse per unit mass dvn = vn' - vn:
+ *     if |vt| <= mu dvn static friction holds: vt = 0 and the substep's
+ *     tangential displacement relative to the surface is undone (no creep);
+ *     else |vt| shrinks by mu dvn (kinetic); then vt *= keep (the material's
+ *     exponential tangential damping, keep = exp(-rate h), seed 000).
+ * Contacts are reported per particle: the last collider touched (row, or
+ * -1), its normal, and the accumulated normal impulse m dvn (N s).
+ *
+ * Loop order: particles outer, iterations, colliders in index order, faces
+ * in index order; dot products sum components left to right. The NumPy twin
+ * follows the same order per particle, so results are bitwise equal.
  */
 #include <math.h>
 #include "pysoft.h"
 
-int ps_collide_planes(double *pos, double *vel, const double *radius,
-                      const double *inv_mass, const double *normal,
-                      const double *offset, const double *restitution,
-                      const double *friction, int n, int k, int dim,
-                      double rest_speed)
+#define PS_POLYTOPE 0
+#define PS_CAPSULE 1
+#define PS_MIN_LENGTH 1e-12
+
+static inline double dot(const double *a, const double *b, int dim)
+{
+    double s = 0.0;
+    for (int c = 0; c < dim; c++) s = s + a[c] * b[c];
+    return s;
+}
+
+/* local = R^T (world - c) */
+static inline void to_local(double *out, const double *x, const double *c,
+                            const double *R, int dim)
+{
+    double d[3];
+    for (int a = 0; a < dim; a++) d[a] = x[a] - c[a];
+    for (int a = 0; a < dim; a++) {
+        double s = 0.0;
+        for (int b = 0; b < dim; b++) s = s + R[b * dim + a] * d[b];
+        out[a] = s;
+    }
+}
+
+/* world direction = R local */
+static inline void to_world(double *out, const double *v, const double *R, int dim)
+{
+    for (int a = 0; a < dim; a++) {
+        double s = 0.0;
+        for (int b = 0; b < dim; b++) s = s + R[a * dim + b] * v[b];
+        out[a] = s;
+    }
+}
+
+/* Contact with a grown polytope: returns depth (> 0) and the local normal. */
+static double polytope_contact(double *nrm, const double *p, const double *x, double r,
+                               const double *fn, const double *fo, int nf, int dim)
+{
+    /* swept: Cyrus-Beck clipping of p -> x against n.y <= o + r */
+    double t_in = 0.0, t_out = 1.0;
+    int f_in = -1, outside = 0, missed = 0;
+    for (int f = 0; f < nf; f++) {
+        const double *n = fn + (long)f * dim;
+        double d0 = dot(n, p, dim) - fo[f] - r;
+        double d1 = dot(n, x, dim) - fo[f] - r;
+        if (d0 >= 0.0) {
+            outside = 1;
+            if (d1 >= 0.0) {
+                missed = 1;
+            } else {
+                double t = d0 / (d0 - d1);
+                if (f_in < 0 || t > t_in) { t_in = t; f_in = f; }
+            }
+        } else if (d1 >= 0.0) {
+            double t = d0 / (d0 - d1);
+            if (t < t_out) t_out = t;
+        }
+    }
+    int face = -1;
+    if (outside) {
+        if (missed || f_in < 0 || t_in > t_out) return 0.0;
+        face = f_in;
+    } else {
+        /* p inside: nearest face of x, if x is still inside */
+        double best = 0.0;
+        for (int f = 0; f < nf; f++) {
+            double s = dot(fn + (long)f * dim, x, dim) - fo[f];
+            if (face < 0 || s > best) { best = s; face = f; }
+        }
+        if (!(best < r)) return 0.0;
+    }
+    const double *n = fn + (long)face * dim;
+    for (int c = 0; c < dim; c++) nrm[c] = n[c];
+    return r - (dot(n, x, dim) - fo[face]);
+}
+
+/* Closest point on segment [a, b] to y. */
+static inline void closest_on_segment(double *q, const double *y, const double *a,
+                                      const double *b, int dim)
+{
+    double ab[3], ay[3];
+    for (int c = 0; c < dim; c++) { ab[c] = b[c] - a[c]; ay[c] = y[c] - a[c]; }
+    double l2 = dot(ab, ab, dim), t = 0.0;
+    if (l2 > 0.0) {
+        t = dot(ay, ab, dim) / l2;
+        t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+    }
+    for (int c = 0; c < dim; c++) q[c] = a[c] + t * ab[c];
+}
+
+/* Smallest root in [0, 1] of A t^2 + B t + C = 0 (A > 0), or -1. */
+static inline double first_root(double A, double B, double C)
+{
+    double disc = B * B - 4.0 * A * C;
+    if (!(A > 0.0) || disc < 0.0) return -1.0;
+    double t = (-B - sqrt(disc)) / (2.0 * A);
+    return (t >= 0.0 && t <= 1.0) ? t : -1.0;
+}
+
+/* Contact with a capsule of radius R + r around [a, b]. */
+static double capsule_contact(double *nrm, const double *p, const double *x, double r,
+                              const double *a, const double *b, double R, int dim)
+{
+    double rr = R + r, q[3], d[3], m[3], ab[3];
+    closest_on_segment(q, p, a, b, dim);
+    for (int c = 0; c < dim; c++) m[c] = p[c] - q[c];
+    int outside = dot(m, m, dim) >= rr * rr;
+    if (outside) {
+        /* swept: first time the path p + t (x - p) touches the capsule */
+        double t_hit = 2.0;
+        for (int c = 0; c < dim; c++) { d[c] = x[c] - p[c]; ab[c] = b[c] - a[c]; }
+        double l2 = dot(ab, ab, dim), dd = dot(d, d, dim);
+        if (l2 > 0.0) {  /* the side of the capsule: distance to the axis line */
+            for (int c = 0; c < dim; c++) m[c] = p[c] - a[c];
+            double md = dot(m, ab, dim), ddab = dot(d, ab, dim);
+            double A = dd - ddab * ddab / l2;
+            double B = 2.0 * (dot(m, d, dim) - md * ddab / l2);
+            double C = dot(m, m, dim) - md * md / l2 - rr * rr;
+            double t = first_root(A, B, C);
+            if (t >= 0.0) {
+                double s = (md + t * ddab) / l2;
+                if (s >= 0.0 && s <= 1.0) t_hit = t;
+            }
+        }
+        for (int e = 0; e < 2; e++) {  /* the round ends */
+            const double *end = e ? b : a;
+            for (int c = 0; c < dim; c++) m[c] = p[c] - end[c];
+            double t = first_root(dd, 2.0 * dot(m, d, dim), dot(m, m, dim) - rr * rr);
+            if (t >= 0.0 && t < t_hit) t_hit = t;
+        }
+        if (t_hit > 1.0) return 0.0;
+        double y[3];
+        for (int c = 0; c < dim; c++) y[c] = p[c] + t_hit * d[c];
+        closest_on_segment(q, y, a, b, dim);
+        for (int c = 0; c < dim; c++) m[c] = y[c] - q[c];
+    } else {
+        closest_on_segment(q, x, a, b, dim);
+        for (int c = 0; c < dim; c++) m[c] = x[c] - q[c];
+        if (!(dot(m, m, dim) < rr * rr)) return 0.0;
+    }
+    double len = sqrt(dot(m, m, dim));
+    if (len > PS_MIN_LENGTH) {
+        for (int c = 0; c < dim; c++) nrm[c] = m[c] / len;
+    } else {  /* on the axis: no direction is preferred; push along local +y */
+        for (int c = 0; c < dim; c++) nrm[c] = c == 1 ? 1.0 : 0.0;
+    }
+    for (int c = 0; c < dim; c++) m[c] = x[c] - q[c];
+    double depth = rr - dot(nrm, m, dim);
+    return depth > 0.0 ? depth : 0.0;
+}
+
+int ps_collide(double *pos, double *vel, int32_t *contact_collider,
+               double *contact_normal, double *contact_impulse,
+               const double *prev_pos, const double *radius, const double *mass,
+               const double *inv_mass, const int32_t *kind, const double *center,
+               const double *rotation, const double *velocity,
+               const double *angular_velocity, const double *restitution,
+               const double *friction, const double *keep,
+               const int32_t *face_start, const int32_t *face_count,
+               const double *face_normal, const double *face_offset,
+               const double *cap_a, const double *cap_b, const double *cap_radius,
+               int n, int k, int nfaces, int dim, int iterations,
+               double h, double rest_speed)
 {
     int contacts = 0;
+    (void)nfaces;
     for (int i = 0; i < n; i++) {
         if (inv_mass[i] == 0.0) continue;
         double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
-        for (int j = 0; j < k; j++) {
-            const double *nrm = normal + (long)j * dim;
-            double dist = 0.0;
-            for (int c = 0; c < dim; c++) dist = dist + nrm[c] * x[c];
-            double depth = radius[i] - (dist - offset[j]);
-            if (!(depth > 0.0)) continue;
+        const double *p0 = prev_pos + (long)i * dim;
+        for (int it = 0; it < iterations; it++) {
+            double best = 0.0, best_n[3] = {0.0, 0.0, 0.0};
+            int best_j = -1;
+            for (int j = 0; j < k; j++) {
+                const double *c = center + (long)j * dim;
+                const double *R = rotation + (long)j * dim * dim;
+                double xl[3], pl[3], nl[3], depth;
+                to_local(xl, x, c, R, dim);
+                to_local(pl, p0, c, R, dim);
+                if (kind[j] == PS_POLYTOPE)
+                    depth = polytope_contact(nl, pl, xl, radius[i],
+                                             face_normal + (long)face_start[j] * dim,
+                                             face_offset + face_start[j], face_count[j], dim);
+                else
+                    depth = capsule_contact(nl, pl, xl, radius[i], cap_a + (long)j * dim,
+                                            cap_b + (long)j * dim, cap_radius[j], dim);
+                if (depth > best) {
+                    best = depth;
+                    best_j = j;
+                    to_world(best_n, nl, R, dim);
+                }
+            }
+            if (best_j < 0) break;
             contacts++;
-            for (int c = 0; c < dim; c++) x[c] = x[c] + depth * nrm[c];
-            double vn = 0.0;
-            for (int c = 0; c < dim; c++) vn = vn + v[c] * nrm[c];
+            int j = best_j;
+            const double *nrm = best_n;
+            for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
+            /* surface velocity u = v_c + w x (x - c) */
+            const double *cj = center + (long)j * dim, *w = angular_velocity + 3L * j;
+            double rel[3], u[3];
+            for (int c = 0; c < dim; c++) rel[c] = x[c] - cj[c];
+            if (dim == 2) {
+                u[0] = velocity[2L * j] + -w[2] * rel[1];
+                u[1] = velocity[2L * j + 1] + w[2] * rel[0];
+            } else {
+                const double *vc = velocity + 3L * j;
+                u[0] = vc[0] + (w[1] * rel[2] - w[2] * rel[1]);
+                u[1] = vc[1] + (w[2] * rel[0] - w[0] * rel[2]);
+                u[2] = vc[2] + (w[0] * rel[1] - w[1] * rel[0]);
+            }
+            contact_collider[i] = j;
+            for (int c = 0; c < dim; c++) contact_normal[(long)i * dim + c] = nrm[c];
+            double vr[3];
+            for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
+            double vn = dot(vr, nrm, dim);
             if (!(vn < 0.0)) continue;
             double vn_new = (-vn > rest_speed) ? -restitution[j] * vn : 0.0;
             double dvn = vn_new - vn;
-            double vt[3], vt2 = 0.0;
-            for (int c = 0; c < dim; c++) {
-                vt[c] = v[c] - vn * nrm[c];
-                vt2 = vt2 + vt[c] * vt[c];
+            double vt[3];
+            for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];
+            double vt_len = sqrt(dot(vt, vt, dim)), limit = friction[j] * dvn;
+            double scale;
+            if (vt_len <= limit) {
+                /* static friction: undo this substep's slip along the surface */
+                double slip[3];
+                for (int c = 0; c < dim; c++) slip[c] = (x[c] - p0[c]) - h * u[c];
+                double sn = dot(slip, nrm, dim);
+                for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
+                scale = 0.0;
+            } else {
+                scale = (1.0 - limit / vt_len) * keep[j];
             }
-            double vt_len = sqrt(vt2), limit = friction[j] * dvn;
-            double scale = (vt_len <= limit) ? 0.0 : 1.0 - limit / vt_len;
-            for (int c = 0; c < dim; c++) v[c] = vt[c] * scale + vn_new * nrm[c];
+            for (int c = 0; c < dim; c++) v[c] = u[c] + vt[c] * scale + vn_new * nrm[c];
+            contact_impulse[i] = contact_impulse[i] + mass[i] * dvn;
         }
     }
     return contacts;

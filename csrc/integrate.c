@@ -1,7 +1,9 @@
 /* integrate.c -- the integrate pass: advance positions and velocities by h.
  *
  * a = F * inv_mass. A particle with inv_mass == 0 is immovable: every kernel
- * here leaves its position and velocity untouched.
+ * here leaves its position and velocity untouched. Every kernel that moves
+ * positions first records them in prev_pos (all rows): the collide pass
+ * sweeps each particle from prev_pos to pos, so nothing tunnels.
  *
  * symplectic (semi-implicit) Euler, the default:  v += h a;  x += h v
  *     first order, but symplectic: energy of an undamped oscillator stays
@@ -34,24 +36,35 @@
         }                                                   \
     }
 
-void ps_symplectic_euler(double *pos, double *vel, const double *force,
-                         const double *inv_mass, int n, int dim, double h)
+/* prev_pos = pos for every row (immovable ones included). */
+static void record(double *prev_pos, const double *pos, int n, int dim)
 {
+    for (long q = 0; q < (long)n * dim; q++) prev_pos[q] = pos[q];
+}
+
+void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
+                         const double *force, const double *inv_mass,
+                         int n, int dim, double h)
+{
+    record(prev_pos, pos, n, dim);
     ROWS(vel[q] = vel[q] + h * (force[q] * im);
          pos[q] = pos[q] + h * vel[q];)
 }
 
-void ps_explicit_euler(double *pos, double *vel, const double *force,
-                       const double *inv_mass, int n, int dim, double h)
+void ps_explicit_euler(double *pos, double *vel, double *prev_pos,
+                       const double *force, const double *inv_mass,
+                       int n, int dim, double h)
 {
+    record(prev_pos, pos, n, dim);
     ROWS(pos[q] = pos[q] + h * vel[q];
          vel[q] = vel[q] + h * (force[q] * im);)
 }
 
-void ps_verlet_drift(double *pos, double *vel_pred, const double *vel,
-                     const double *force, const double *inv_mass,
-                     int n, int dim, double h)
+void ps_verlet_drift(double *pos, double *vel_pred, double *prev_pos,
+                     const double *vel, const double *force,
+                     const double *inv_mass, int n, int dim, double h)
 {
+    record(prev_pos, pos, n, dim);
     double hh = 0.5 * h * h;
     ROWS(double a = force[q] * im;
          pos[q] = pos[q] + h * vel[q] + hh * a;
@@ -85,12 +98,13 @@ void ps_rk4_stage(double *pos_out, double *vel_out, const double *pos,
     }
 }
 
-void ps_rk4_combine(double *pos, double *vel, const double *v1,
+void ps_rk4_combine(double *pos, double *vel, double *prev_pos, const double *v1,
                     const double *v2, const double *v3, const double *v4,
                     const double *f1, const double *f2, const double *f3,
                     const double *f4, const double *inv_mass,
                     int n, int dim, double h)
 {
+    record(prev_pos, pos, n, dim);
     double h6 = h / 6.0;
     ROWS(pos[q] = pos[q] + h6 * (v1[q] + 2.0 * v2[q] + 2.0 * v3[q] + v4[q]);
          vel[q] = vel[q] + h6 * ((f1[q] + 2.0 * f2[q] + 2.0 * f3[q] + f4[q]) * im);)
@@ -100,16 +114,8 @@ void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
                      const double *force, const double *inv_mass,
                      int n, int dim, double h)
 {
-    for (int i = 0; i < n; i++) {
-        double im = inv_mass[i];
-        for (int c = 0; c < dim; c++) {
-            long q = (long)i * dim + c;
-            prev_pos[q] = pos[q];
-            if (im == 0.0) continue;
-            vel[q] = vel[q] + h * (force[q] * im);
-            pos[q] = pos[q] + h * vel[q];
-        }
-    }
+    /* The prediction is a symplectic Euler step that records prev_pos. */
+    ps_symplectic_euler(pos, vel, prev_pos, force, inv_mass, n, dim, h);
 }
 
 void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,

@@ -22,6 +22,10 @@
 /* cdef-begin */
 
 /* forces.c */
+void ps_radial_gravity(double *force, const double *pos, const double *mass,
+                       const double *inv_mass, const double *well_center,
+                       const double *well_strength, const int32_t *well_falloff,
+                       const double *well_min_distance, int n, int w, int dim);
 void ps_gravity_drag(double *force, const double *vel, const double *mass,
                      const double *inv_mass, const double *gravity,
                      int n, int dim, double drag);
@@ -31,19 +35,21 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 int m, int dim);
 
 /* integrate.c */
-void ps_symplectic_euler(double *pos, double *vel, const double *force,
-                         const double *inv_mass, int n, int dim, double h);
-void ps_explicit_euler(double *pos, double *vel, const double *force,
-                       const double *inv_mass, int n, int dim, double h);
-void ps_verlet_drift(double *pos, double *vel_pred, const double *vel,
-                     const double *force, const double *inv_mass,
-                     int n, int dim, double h);
+void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
+                         const double *force, const double *inv_mass,
+                         int n, int dim, double h);
+void ps_explicit_euler(double *pos, double *vel, double *prev_pos,
+                       const double *force, const double *inv_mass,
+                       int n, int dim, double h);
+void ps_verlet_drift(double *pos, double *vel_pred, double *prev_pos,
+                     const double *vel, const double *force,
+                     const double *inv_mass, int n, int dim, double h);
 void ps_verlet_kick(double *vel, const double *force0, const double *force1,
                     const double *inv_mass, int n, int dim, double h);
 void ps_rk4_stage(double *pos_out, double *vel_out, const double *pos,
                   const double *vel, const double *dpos, const double *force,
                   const double *inv_mass, int n, int dim, double c);
-void ps_rk4_combine(double *pos, double *vel, const double *v1,
+void ps_rk4_combine(double *pos, double *vel, double *prev_pos, const double *v1,
                     const double *v2, const double *v3, const double *v4,
                     const double *f1, const double *f2, const double *f3,
                     const double *f4, const double *inv_mass,
@@ -55,11 +61,18 @@ void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
                       const double *inv_mass, int n, int dim, double h);
 
 /* collide.c */
-int ps_collide_planes(double *pos, double *vel, const double *radius,
-                      const double *inv_mass, const double *normal,
-                      const double *offset, const double *restitution,
-                      const double *friction, int n, int k, int dim,
-                      double rest_speed);
+int ps_collide(double *pos, double *vel, int32_t *contact_collider,
+               double *contact_normal, double *contact_impulse,
+               const double *prev_pos, const double *radius, const double *mass,
+               const double *inv_mass, const int32_t *kind, const double *center,
+               const double *rotation, const double *velocity,
+               const double *angular_velocity, const double *restitution,
+               const double *friction, const double *keep,
+               const int32_t *face_start, const int32_t *face_count,
+               const double *face_normal, const double *face_offset,
+               const double *cap_a, const double *cap_b, const double *cap_radius,
+               int n, int k, int nfaces, int dim, int iterations,
+               double h, double rest_speed);
 
 /* finish.c */
 const char *ps_compile_flags(void);

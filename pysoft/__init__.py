@@ -14,9 +14,10 @@ True
 """
 
 from pysoft import _native
-from pysoft.components import Collider, Particle, Plane, Spring
+from pysoft.components import Collider, GravityWell, Particle, Spring
+from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.systems import Priority
-from pysoft.world import INTEGRATORS, InstabilityError, World
+from pysoft.world import INTEGRATORS, Contacts, InstabilityError, World
 
 __version__ = "0.1.0"
 C_AVAILABLE = _native.AVAILABLE
@@ -24,11 +25,18 @@ C_AVAILABLE = _native.AVAILABLE
 __all__ = [
     "C_AVAILABLE",
     "INTEGRATORS",
+    "Box",
     "Collider",
+    "Contacts",
+    "Disc",
+    "GravityWell",
     "InstabilityError",
     "Particle",
     "Plane",
+    "Polygon",
     "Priority",
+    "Segment",
+    "Sphere",
     "Spring",
     "World",
     "__version__",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pysoft import _native, kernels, scenes
-from pysoft.components import Plane
+from pysoft.shapes import Plane
 from pysoft.world import World
 
 
@@ -44,20 +44,21 @@ def _direct_kernels(world: World) -> Callable[[], None]:
     b = world._bound
     h = world.dt / world.substeps
     rest, max_speed, drag = world.restitution_threshold, world.max_speed, world.drag
+    iterations = world.contact_iterations
     gravity, springs = (kernels.bind(name, "c", **arrays) for name, arrays in (
         ("gravity_drag", {"force": b.force, "vel": world.velocities, "gravity": world._gravity,
                           "mass": world.store.particles.view("mass"),
                           "inv_mass": world.store.particles.view("inv_mass")}),
         ("springs", _spring_arrays(world)),
     ))
-    integrate, collide, unstable = b.symplectic_euler, b.collide_planes, b.find_unstable
+    integrate, collide, unstable = b.symplectic_euler, b.collide, b.find_unstable
 
     def frame() -> None:
         for _ in range(world.substeps):
             gravity(drag)
             springs()
             integrate(h)
-            collide(rest)
+            collide(iterations, h, rest)
         unstable(max_speed)
 
     return frame

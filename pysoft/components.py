@@ -9,7 +9,6 @@ so a component stays valid for as long as its entity lives.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -99,35 +98,76 @@ class Spring(_RowView):
     damping = _Column("damping", "Damping along the spring axis (N s/m).", validate.nonnegative)
 
 
-@dataclass(frozen=True)
-class Plane:
-    """A half-space: solid where ``dot(normal, x) < offset`` (in 2D, a line with a facing side).
+class Collider(_RowView):
+    """A collider entity's component: its shape, pose, motion and material (views of the Store).
 
-    ``normal`` need not be unit length (it is normalised; ``offset`` is in
-    metres along the unit normal, so scale it with the normal you pass).
+    Moving a collider: assign ``position`` / ``angle`` (a teleport: contacts
+    see no surface motion), or give it a ``velocity`` / ``angular_velocity``
+    and the world moves it every substep (a kinematic body: what rests on it
+    is carried along by friction).
     """
 
-    normal: tuple[float, ...]
-    offset: float = 0.0
+    __slots__ = ("geometry", "shape")
 
-    def unit(self, dim: int) -> tuple[np.ndarray, float]:
-        """The unit normal and the offset along it; raises ValueError if degenerate."""
-        normal = validate.vector("normal", self.normal, dim)
-        length = float(np.sqrt(np.dot(normal, normal)))
-        if not length > 0.0:
-            raise ValueError("normal must be a non-zero vector")
-        offset = validate.finite("offset", self.offset)
-        return normal / length, offset / length
-
-
-class Collider(_RowView):
-    """A collider entity's component: its shape and material (views of the Store)."""
-
-    __slots__ = ("shape",)
-
-    def __init__(self, table: Table, row: int, entity: int, shape: Plane) -> None:
+    def __init__(self, table: Table, row: int, entity: int, shape: Any, geometry: Any) -> None:
         super().__init__(table, row, entity)
         self.shape = shape
+        self.geometry = geometry
 
+    position = _Vector("center", "position", "Position of the shape's centre (m).")
+    velocity = _Vector("velocity", "velocity", "Velocity (m/s); the world moves the collider by it.")
     restitution = _Column("restitution", "Coefficient of restitution in [0, 1].", validate.unit_interval)
     friction = _Column("friction", "Coulomb friction coefficient (>= 0).", validate.nonnegative)
+    tangential_damping = _Column(
+        "tangential_damping", "Exponential damping of sliding (1/s): vt *= exp(-rate h) per contact.",
+        validate.nonnegative)
+
+    @property
+    def angle(self) -> float:
+        """Rotation (radians, CCW; 2D only)."""
+        return float(self.table.arrays["angle"][self.row])
+
+    @angle.setter
+    def angle(self, value: float) -> None:
+        if self.table.arrays["center"].shape[1] != 2:
+            raise ValueError("angle is for 2D colliders; set rotation in 3D")
+        from pysoft.shapes import rotation_2d
+
+        angle = validate.finite("angle", value)
+        self.table.arrays["angle"][self.row] = angle
+        self.table.arrays["rotation"][self.row] = rotation_2d(angle)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """Rotation matrix (world = R local + position), a read-only copy."""
+        out: np.ndarray = self.table.arrays["rotation"][self.row].copy()
+        return out
+
+    @property
+    def angular_velocity(self) -> Any:
+        """Angular velocity (rad/s): a float in 2D, a 3-vector in 3D."""
+        w = self.table.arrays["angular_velocity"][self.row]
+        return float(w[2]) if self.table.arrays["center"].shape[1] == 2 else w.copy()
+
+    @angular_velocity.setter
+    def angular_velocity(self, value: Any) -> None:
+        w = self.table.arrays["angular_velocity"]
+        if self.table.arrays["center"].shape[1] == 2:
+            w[self.row] = (0.0, 0.0, validate.finite("angular_velocity", value))
+        else:
+            w[self.row] = validate.vector("angular_velocity", value, 3)
+
+
+class GravityWell(_RowView):
+    """A radial gravity field: acceleration strength / max(d, min_distance)^falloff toward center."""
+
+    __slots__ = ()
+
+    center = _Vector("center", "center", "Centre of attraction (m).")
+    strength = _Column("strength", "Acceleration at 1 m for falloff 2: G M (m^3/s^2).", validate.finite)
+    min_distance = _Column("min_distance", "Softening distance (m).", validate.positive)
+
+    @property
+    def falloff(self) -> int:
+        """Exponent of the distance in the denominator (0, 1, 2 or 3)."""
+        return int(self.table.arrays["falloff"][self.row])

@@ -47,6 +47,7 @@ class Kernel:
     sample: Sample
     ulp: int = 0  # 0: bitwise parity; otherwise the documented ULP bound
     index_args: tuple[tuple[str, str], ...] = ()  # (index array, count it indexes)
+    check: Callable[[dict[str, np.ndarray], dict[str, int]], None] | None = None  # extra checks
 
     @property
     def twin(self) -> Callable[..., Any]:
@@ -96,7 +97,7 @@ def _sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any
 def _sample_step(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = _particles(rng, n, dim)
     return {"pos": p["pos"], "vel": p["vel"], "force": p["force"], "inv_mass": p["inv_mass"],
-            "h": 1.0 / 480.0}
+            "prev_pos": _vec(rng, n, dim), "h": 1.0 / 480.0}
 
 
 def _sample_verlet_drift(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -118,15 +119,12 @@ def _sample_rk4_stage(rng: np.random.Generator, n: int, dim: int) -> dict[str, A
 
 def _sample_rk4_combine(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     s = _sample_step(rng, n, dim)
-    out = {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "h": s["h"]}
+    out = {"pos": s["pos"], "vel": s["vel"], "prev_pos": s["prev_pos"], "inv_mass": s["inv_mass"],
+           "h": s["h"]}
     for i in range(1, 5):
         out[f"v{i}"] = _vec(rng, n, dim)
         out[f"f{i}"] = _vec(rng, n, dim, 5.0)
     return out
-
-
-def _sample_xpbd_predict(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
-    return {**_sample_step(rng, n, dim), "prev_pos": _vec(rng, n, dim)}
 
 
 def _sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -136,22 +134,91 @@ def _sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[st
             "h": s["h"]}
 
 
-def _sample_collide_planes(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+def _sample_shapes(rng: np.random.Generator, dim: int) -> list[Any]:
+    from pysoft import shapes
+
+    out: list[Any] = [shapes.Plane((0.0, 1.0, 0.0)[:dim], -0.5)]
+    out.append(shapes.Box(rng.normal(0.0, 0.5, dim), rng.uniform(0.05, 0.6, dim),
+                          angle=float(rng.uniform(-3, 3))))
+    out.append(shapes.Segment(rng.normal(0.0, 0.7, dim), rng.normal(0.0, 0.7, dim), 0.05))
+    if dim == 2:
+        t = np.sort(rng.uniform(0.0, 2 * np.pi, 24))
+        out.append(shapes.Polygon(0.4 * np.stack([np.cos(t), np.sin(t)], axis=1) + rng.normal(0, 0.5, 2)))
+        out.append(shapes.Disc(rng.normal(0.0, 0.5, 2), 0.3))
+    else:
+        out.append(shapes.Sphere(rng.normal(0.0, 0.5, 3), 0.3))
+    return out
+
+
+def collider_arrays(geometries: list[Any], dim: int) -> dict[str, np.ndarray]:
+    """The collide kernel's collider arrays for a list of shape geometries (row order)."""
+    k = len(geometries)
+    counts = np.array([len(g.face_offset) for g in geometries], dtype=np.int32)
+    caps = [(g.cap_a, g.cap_b) if g.cap_a is not None else (np.zeros(dim), np.zeros(dim))
+            for g in geometries]
+    return {
+        "kind": np.array([g.kind for g in geometries], dtype=np.int32),
+        "center": np.array([g.center for g in geometries]).reshape(k, dim),
+        "rotation": np.array([g.rotation for g in geometries]).reshape(k, dim, dim),
+        "face_start": (np.cumsum(counts) - counts).astype(np.int32), "face_count": counts,
+        "face_normal": np.concatenate([np.zeros((0, dim))] + [g.face_normal for g in geometries]),
+        "face_offset": np.concatenate([np.zeros(0)] + [g.face_offset for g in geometries]),
+        "cap_a": np.array([c[0] for c in caps]).reshape(k, dim),
+        "cap_b": np.array([c[1] for c in caps]).reshape(k, dim),
+        "cap_radius": np.array([g.cap_radius for g in geometries]),
+    }
+
+
+def _sample_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = _particles(rng, n, dim)
-    k = 3
-    normal = rng.normal(0.0, 1.0, (k, dim))
-    normal /= np.linalg.norm(normal, axis=1)[:, None]
-    normal[0] = 0.0
-    normal[0, 1] = 1.0  # a floor, as in every scene
-    offset = rng.uniform(-0.5, 0.5, k)
-    if n:
-        p["pos"][0] = 0.0
-        p["pos"][0, 1] = offset[0]  # exactly on the floor
-        p["vel"][1::5] = 0.0  # resting contacts
-    return {"pos": p["pos"], "vel": p["vel"], "radius": rng.uniform(0.0, 0.2, n),
-            "inv_mass": p["inv_mass"], "normal": normal, "offset": offset,
+    colliders = collider_arrays([s.geometry(dim) for s in _sample_shapes(rng, dim)], dim)
+    k = len(colliders["kind"])
+    h = 1.0 / 480.0
+    # Fast particles (up to ~60 m/s): many cross thin shapes within one substep.
+    prev = p["pos"] - h * rng.normal(0.0, 30.0, (n, dim))
+    if n >= 8:
+        # Exactly on a box face, on a box corner, on the floor, on the disc's axis.
+        half, c, R = None, colliders["center"][1], colliders["rotation"][1]
+        half = colliders["face_offset"][colliders["face_start"][1]:][:dim]
+        p["pos"][0] = c + R @ np.concatenate([[half[0]], np.zeros(dim - 1)])
+        p["pos"][1] = c + R @ half
+        p["pos"][2, 1] = -0.5
+        p["pos"][3] = colliders["center"][k - 1]
+        prev[:4] = p["pos"][:4]
+    angular = np.zeros((k, 3))
+    angular[1, 2] = 1.5  # a spinning box
+    return {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "prev_pos": prev,
+            "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
+            **colliders, "velocity": rng.normal(0.0, 1.0, (k, dim)), "angular_velocity": angular,
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
-            "rest_speed": 0.3}
+            "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
+            "rest_speed": 0.25}
+
+
+def _sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, dim)
+    w = 4
+    centers = rng.normal(0.0, 1.0, (w, dim))
+    if n:
+        p["pos"][0] = centers[0]  # a particle exactly at a well's centre
+    return {"force": p["force"], "pos": p["pos"], "mass": p["mass"], "inv_mass": p["inv_mass"],
+            "well_center": centers, "well_strength": rng.uniform(-5.0, 50.0, w),
+            "well_falloff": np.arange(w, dtype=np.int32), "well_min_distance": rng.uniform(0.05, 0.5, w)}
+
+
+def _check_collide(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    kind, start, count = arrays["kind"], arrays["face_start"], arrays["face_count"]
+    if ((kind != 0) & (kind != 1)).any():
+        raise ValueError("collide: kind must be 0 (polytope) or 1 (capsule)")
+    if (start < 0).any() or (count < 0).any() or (start.astype(np.int64) + count > sizes["nfaces"]).any():
+        raise ValueError("collide: face_start/face_count reach outside face_normal")
+
+
+def _check_wells(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    falloff = arrays["well_falloff"]
+    if ((falloff < 0) | (falloff > 3)).any():
+        raise ValueError("radial_gravity: well_falloff must be 0..3")
 
 
 def _sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -179,15 +246,17 @@ REGISTRY: dict[str, Kernel] = {
                 Arg("stiffness", ("m",)), Arg("damping", ("m",))),
                ("m", "dim"), (), ("force",), _sample_springs, index_args=(("pairs", "n"),)),
         Kernel("symplectic_euler",
-               (Arg("pos", _P), Arg("vel", _P), Arg("force", _P), Arg("inv_mass", _S)),
-               ("n", "dim"), ("h",), ("pos", "vel"), _sample_step),
-        Kernel("explicit_euler",
-               (Arg("pos", _P), Arg("vel", _P), Arg("force", _P), Arg("inv_mass", _S)),
-               ("n", "dim"), ("h",), ("pos", "vel"), _sample_step),
-        Kernel("verlet_drift",
-               (Arg("pos", _P), Arg("vel_pred", _P), Arg("vel", _P), Arg("force", _P),
+               (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("force", _P),
                 Arg("inv_mass", _S)),
-               ("n", "dim"), ("h",), ("pos", "vel_pred"), _sample_verlet_drift),
+               ("n", "dim"), ("h",), ("pos", "vel", "prev_pos"), _sample_step),
+        Kernel("explicit_euler",
+               (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("force", _P),
+                Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel", "prev_pos"), _sample_step),
+        Kernel("verlet_drift",
+               (Arg("pos", _P), Arg("vel_pred", _P), Arg("prev_pos", _P), Arg("vel", _P),
+                Arg("force", _P), Arg("inv_mass", _S)),
+               ("n", "dim"), ("h",), ("pos", "vel_pred", "prev_pos"), _sample_verlet_drift),
         Kernel("verlet_kick",
                (Arg("vel", _P), Arg("force0", _P), Arg("force1", _P), Arg("inv_mass", _S)),
                ("n", "dim"), ("h",), ("vel",), _sample_verlet_kick),
@@ -196,22 +265,36 @@ REGISTRY: dict[str, Kernel] = {
                 Arg("dpos", _P), Arg("force", _P), Arg("inv_mass", _S)),
                ("n", "dim"), ("c",), ("pos_out", "vel_out"), _sample_rk4_stage),
         Kernel("rk4_combine",
-               (Arg("pos", _P), Arg("vel", _P), Arg("v1", _P), Arg("v2", _P), Arg("v3", _P),
-                Arg("v4", _P), Arg("f1", _P), Arg("f2", _P), Arg("f3", _P), Arg("f4", _P),
+               (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("v1", _P), Arg("v2", _P),
+                Arg("v3", _P), Arg("v4", _P), Arg("f1", _P), Arg("f2", _P), Arg("f3", _P), Arg("f4", _P),
                 Arg("inv_mass", _S)),
-               ("n", "dim"), ("h",), ("pos", "vel"), _sample_rk4_combine),
+               ("n", "dim"), ("h",), ("pos", "vel", "prev_pos"), _sample_rk4_combine),
         Kernel("xpbd_predict",
                (Arg("pos", _P), Arg("prev_pos", _P), Arg("vel", _P), Arg("force", _P),
                 Arg("inv_mass", _S)),
-               ("n", "dim"), ("h",), ("pos", "prev_pos", "vel"), _sample_xpbd_predict),
+               ("n", "dim"), ("h",), ("pos", "prev_pos", "vel"), _sample_step),
         Kernel("xpbd_velocity",
                (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
                ("n", "dim"), ("h",), ("vel",), _sample_xpbd_velocity),
-        Kernel("collide_planes",
-               (Arg("pos", _P), Arg("vel", _P), Arg("radius", _S), Arg("inv_mass", _S),
-                Arg("normal", ("k", "dim")), Arg("offset", ("k",)),
-                Arg("restitution", ("k",)), Arg("friction", ("k",))),
-               ("n", "k", "dim"), ("rest_speed",), ("pos", "vel"), _sample_collide_planes),
+        Kernel("collide",
+               (Arg("pos", _P), Arg("vel", _P), Arg("contact_collider", _S, np.int32),
+                Arg("contact_normal", _P), Arg("contact_impulse", _S), Arg("prev_pos", _P),
+                Arg("radius", _S), Arg("mass", _S), Arg("inv_mass", _S),
+                Arg("kind", ("k",), np.int32), Arg("center", ("k", "dim")),
+                Arg("rotation", ("k", "dim", "dim")), Arg("velocity", ("k", "dim")),
+                Arg("angular_velocity", ("k", 3)), Arg("restitution", ("k",)),
+                Arg("friction", ("k",)), Arg("keep", ("k",)),
+                Arg("face_start", ("k",), np.int32), Arg("face_count", ("k",), np.int32),
+                Arg("face_normal", ("nfaces", "dim")), Arg("face_offset", ("nfaces",)),
+                Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")), Arg("cap_radius", ("k",))),
+               ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed"),
+               ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse"),
+               _sample_collide, check=_check_collide),
+        Kernel("radial_gravity",
+               (Arg("force", _P), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
+                Arg("well_center", ("w", "dim")), Arg("well_strength", ("w",)),
+                Arg("well_falloff", ("w",), np.int32), Arg("well_min_distance", ("w",))),
+               ("n", "w", "dim"), (), ("force",), _sample_radial_gravity, check=_check_wells),
         Kernel("find_unstable",
                (Arg("pos", _P), Arg("vel", _P)),
                ("n", "dim"), ("max_speed",), (), _sample_find_unstable),
@@ -248,6 +331,8 @@ def _resolve(kernel: Kernel, arrays: dict[str, np.ndarray]) -> dict[str, int]:
         idx = arrays[index_name]
         if idx.size and (idx.min() < 0 or idx.max() >= sizes[count]):
             raise ValueError(f"{kernel.name}: {index_name} holds rows outside [0, {sizes[count]})")
+    if kernel.check is not None:
+        kernel.check(arrays, sizes)
     return sizes
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from pysoft.components import Plane
+from pysoft.shapes import Plane
 from pysoft.world import World
 
 BOX_CELLS = 10  # particles per box side
@@ -82,8 +82,9 @@ def demo(**world_args: Any) -> World:
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.6)
     cells, spacing = 6, 0.12
     origins = np.array([[-2.7, 0.4], [-1.3, 1.0], [2.0, 2.8], [0.4, 2.0]])
+    # Internal damping ratio about 0.25, so the boxes wobble and settle rather than bounce.
     entities = add_boxes(world, origins, cells=cells, spacing=spacing, stiffness=BOX_STIFFNESS,
-                         damping=BOX_DAMPING)
+                         damping=60.0)
     rows = [world.row(int(e)) for e in entities]
     pos, vel = world.positions, world.velocities
     per_box = cells * cells

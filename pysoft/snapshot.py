@@ -36,7 +36,9 @@ _HEADER = struct.Struct("<8sII16s")
 _TABLES = {
     "particles": ("pos", "vel", "mass", "inv_mass", "radius"),
     "springs": ("rest_length", "stiffness", "damping"),
-    "planes": ("normal", "offset", "restitution", "friction"),
+    "colliders": ("center", "rotation", "angle", "velocity", "angular_velocity", "restitution",
+                  "friction", "tangential_damping"),
+    "wells": ("center", "strength", "falloff", "min_distance"),
 }
 
 
@@ -110,7 +112,8 @@ def unpack(world: World, blob: Any) -> None:
         if arrays[name].shape != arr.shape or arrays[name].dtype != arr.dtype:
             raise ValueError(f"blob does not match this world's topology ({name}: "
                              f"{arrays[name].shape} vs {arr.shape})")
-    for name in ("particles.entity", "springs.entity", "planes.entity", "springs.ends"):
+    for name in ("particles.entity", "springs.entity", "colliders.entity", "wells.entity",
+                 "springs.ends"):
         if not np.array_equal(arrays[name], current[name]):
             raise ValueError(f"blob does not match this world's topology ({name} differ)")
     for table_name, fields in _TABLES.items():

@@ -82,7 +82,7 @@ class Table:
 
 
 def particle_table(dim: int) -> Table:
-    """Particles: state, material, and the integrators' scratch arrays."""
+    """Particles: state, material, contacts of the last step, and the integrators' scratch."""
     vec = Field((dim,), np.float64)
     scratch = ("prev_pos", "vel_pred", "force1", "force_builtin",
                "stage_pos", "v2", "v3", "v4", "f2", "f3", "f4")
@@ -90,6 +90,8 @@ def particle_table(dim: int) -> Table:
         "pos": vec, "vel": vec, "force": vec,
         "mass": Field((), np.float64, 1.0), "inv_mass": Field((), np.float64, 1.0),
         "radius": Field((), np.float64), "entity": Field((), np.int64, -1),
+        "contact_collider": Field((), np.int32, -1), "contact_normal": vec,
+        "contact_impulse": Field((), np.float64),
         **{name: vec for name in scratch},
     })
 
@@ -103,11 +105,31 @@ def spring_table() -> Table:
     })
 
 
-def plane_table(dim: int) -> Table:
-    """Plane colliders: unit normal, offset and material."""
+def collider_table(dim: int) -> Table:
+    """Colliders: pose and motion, material, and where their local shape lives.
+
+    Polytope faces live in the World's face arrays (``face_start``,
+    ``face_count``), rebuilt when the topology changes; capsules keep their
+    segment and radius here. ``keep`` is exp(-tangential_damping h), refreshed
+    each frame.
+    """
+    vec = Field((dim,), np.float64)
     return Table({
-        "normal": Field((dim,), np.float64), "offset": Field((), np.float64),
+        "kind": Field((), np.int32), "center": vec, "rotation": Field((dim, dim), np.float64),
+        "angle": Field((), np.float64), "velocity": vec, "angular_velocity": Field((3,), np.float64),
         "restitution": Field((), np.float64), "friction": Field((), np.float64),
+        "tangential_damping": Field((), np.float64), "keep": Field((), np.float64, 1.0),
+        "face_start": Field((), np.int32), "face_count": Field((), np.int32),
+        "cap_a": vec, "cap_b": vec, "cap_radius": Field((), np.float64),
+        "entity": Field((), np.int64, -1),
+    })
+
+
+def well_table(dim: int) -> Table:
+    """Radial gravity wells: centre, strength, integer falloff exponent, softening distance."""
+    return Table({
+        "center": Field((dim,), np.float64), "strength": Field((), np.float64),
+        "falloff": Field((), np.int32), "min_distance": Field((), np.float64),
         "entity": Field((), np.int64, -1),
     })
 
@@ -119,7 +141,8 @@ class Store:
         self.dim = dim
         self.particles = particle_table(dim)
         self.springs = spring_table()
-        self.planes = plane_table(dim)
+        self.colliders = collider_table(dim)
+        self.wells = well_table(dim)
         self.version = 0
         # Row of each particle entity, indexed by entity id (-1: not a particle).
         self.particle_row = np.full(64, -1, dtype=np.int64)

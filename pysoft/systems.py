@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import esper
 import numpy as np
 
+from pysoft.store import Table
+
 if TYPE_CHECKING:
     from pysoft.world import World
 
@@ -125,15 +127,52 @@ class Constraints(Pass):
 
 
 class Collide(Pass):
-    """Particles against colliders: push-out, restitution, Coulomb friction."""
+    """Particles against colliders: push-out, restitution, Coulomb friction; moving colliders.
+
+    On a frame's first substep it clears the contact report and refreshes
+    ``keep = exp(-tangential_damping h)``; colliders with a velocity are moved
+    (numpy, shared by both backends) before every contact search.
+    """
 
     name = "collide"
     default_priority = Priority.COLLIDE
 
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self._moving = False
+
     def process(self, h: float) -> None:
         w = self.world
-        if w.store.planes.n:
-            w._bound.collide_planes(w.restitution_threshold)
+        C = w.store.colliders
+        if not C.n:
+            return
+        if w._substep == 0:
+            P = w.store.particles
+            P.view("contact_collider")[:] = -1
+            P.view("contact_impulse")[:] = 0.0
+            np.exp(-h * C.view("tangential_damping"), out=C.view("keep"))
+            self._moving = bool(C.view("velocity").any() or C.view("angular_velocity").any())
+        if self._moving:
+            advance_colliders(C, h)
+        w._bound.collide(w._contact_iterations, h, w._restitution_threshold)
+
+
+def advance_colliders(C: Table, h: float) -> None:
+    """Move kinematic colliders by their velocity and angular velocity over ``h`` seconds."""
+    center, rot = C.view("center"), C.view("rotation")
+    center += h * C.view("velocity")
+    w = C.view("angular_velocity")
+    if center.shape[1] == 2:
+        angle = C.view("angle")
+        angle += h * w[:, 2]
+        c, s = np.cos(angle), np.sin(angle)
+        rot[:, 0, 0], rot[:, 0, 1], rot[:, 1, 0], rot[:, 1, 1] = c, -s, s, c
+        return
+    for row in np.flatnonzero(w.any(axis=1)):  # Rodrigues' rotation by |w| h about w
+        theta = float(np.linalg.norm(w[row])) * h
+        x, y, z = w[row] / np.linalg.norm(w[row])
+        K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+        rot[row] = (np.eye(3) + np.sin(theta) * K + (1.0 - np.cos(theta)) * K @ K) @ rot[row]
 
 
 class Finish(Pass):

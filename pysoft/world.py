@@ -11,23 +11,26 @@ from __future__ import annotations
 import itertools
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from time import perf_counter
 from types import SimpleNamespace
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import esper
 import numpy as np
 
 from pysoft import _native, kernels, snapshot, validate
-from pysoft.components import Collider, Particle, Plane, Spring, _RowView
+from pysoft.components import Collider, GravityWell, Particle, Spring, _RowView
+from pysoft.shapes import SHAPES, Shape
 from pysoft.store import Store, Table
 from pysoft.systems import BUILT_IN, Pass
 
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 BACKENDS = ("c", "python")
 _contexts = itertools.count(1)
+COLLIDER_FIELDS = ("kind", "center", "rotation", "velocity", "angular_velocity", "restitution",
+                   "friction", "keep", "face_start", "face_count", "cap_a", "cap_b", "cap_radius")
 _V = TypeVar("_V", bound=_RowView)
 
 
@@ -38,6 +41,19 @@ class InstabilityError(RuntimeError):
         super().__init__(message)
         self.entity = entity
         self.row = row
+
+
+class Contacts(NamedTuple):
+    """Contacts of the last step, one row per particle that touched a collider.
+
+    ``impulses`` is the normal impulse (N s) summed over the step's substeps;
+    ``colliders`` and ``normals`` are those of the particle's last contact.
+    """
+
+    particles: np.ndarray
+    colliders: np.ndarray
+    normals: np.ndarray
+    impulses: np.ndarray
 
 
 class StepProcessor(esper.Processor):
@@ -78,6 +94,7 @@ class World:
         context: str | None = None,
         *,
         restitution_threshold: float = 0.25,
+        contact_iterations: int | None = None,
         max_speed: float = 1e3,
         on_instability: str = "raise",
     ) -> None:
@@ -102,6 +119,7 @@ class World:
         self.restitution_threshold = restitution_threshold
         self.max_speed = max_speed
         self.on_instability = on_instability
+        self.contact_iterations = dim if contact_iterations is None else contact_iterations
         self.time = 0.0
         self.profile: dict[str, float] = {}
         self._components: dict[int, _RowView] = {}
@@ -109,6 +127,8 @@ class World:
         self._bound = SimpleNamespace()
         self._bound_version = -1
         self._last_substep = False
+        self._substep = 0
+        self._faces = (np.zeros((0, dim)), np.zeros(0))
         self.context = context if context is not None else f"pysoft.world.{next(_contexts)}"
         if context is None:
             weakref.finalize(self, _drop_context, self.context)
@@ -135,6 +155,7 @@ class World:
     _restitution_threshold: float
     _max_speed: float
     _on_instability: str
+    _contact_iterations: int
     dt = validate.Checked(validate.positive, "Default frame length (s) of ``step()``.")
     substeps = validate.Checked(lambda n, v: validate.integer(n, v, 1), "Substeps per frame.")
     max_dt = validate.Checked(validate.positive, "Frame length cap (s): a longer frame is clamped to it.")
@@ -143,6 +164,9 @@ class World:
     restitution_threshold = validate.Checked(
         validate.nonnegative, "Approach speed (m/s) below which a contact does not bounce.")
     max_speed = validate.Checked(validate.positive, "Speed (m/s) above which a particle counts as unstable.")
+    contact_iterations = validate.Checked(
+        lambda n, v: validate.integer(n, v, 1),
+        "Contact searches per particle and substep (default dim): settles corners of several shapes.")
     on_instability = validate.Checked(
         validate.choice(("raise", "warn", "ignore")),
         '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')
@@ -215,16 +239,18 @@ class World:
         vel = np.where(inv[:, None] == 0.0, 0.0, vel)
         table = self.store.particles
         start = table.add(len(pos), pos=pos, vel=vel, mass=mass, inv_mass=inv, radius=radius)
-        entities = self._create_entities(table, start, len(pos), Particle)
+        entities = self._create_entities(table, start, len(pos), lambda row: Particle(table, row, 0))
         self.store.set_particle_rows(entities, np.arange(start, start + len(pos)))
         return entities
 
-    def _create_entities(self, table: Table, start: int, count: int, kind: type[_RowView]) -> np.ndarray:
+    def _create_entities(self, table: Table, start: int, count: int,
+                         make: Callable[[int], _RowView]) -> np.ndarray:
+        """esper entities for rows ``start .. start+count`` with components ``make(row)``."""
         entities = np.empty(count, dtype=np.int64)
         with self._entered():
             create = esper.create_entity
             for i in range(count):
-                component = kind(table, start + i, 0)
+                component = make(start + i)
                 component.entity = entities[i] = create(component)
                 self._components[component.entity] = component
         table.view("entity")[start:] = entities
@@ -298,7 +324,8 @@ class World:
                 raise ValueError("rest_lengths must be finite and >= 0")
         table = self.store.springs
         start = table.add(m, ends=ends, pairs=rows.astype(np.int32), rest_length=rest, **params)
-        return cast(list[int], self._create_entities(table, start, m, Spring).tolist())
+        return cast(list[int], self._create_entities(
+            table, start, m, lambda row: Spring(table, row, 0)).tolist())
 
     def spring(self, entity: int) -> Spring:
         """The Spring component of ``entity``."""
@@ -306,26 +333,74 @@ class World:
 
     # -- colliders ----------------------------------------------------------
 
-    def add_collider(self, shape: Plane, restitution: float = 0.3, friction: float = 0.5) -> int:
-        """A static collider with a material. Shapes so far: ``Plane``."""
-        if not isinstance(shape, Plane):
-            raise ValueError(f"shape must be a pysoft.Plane, got {type(shape).__name__}")
-        normal, offset = shape.unit(self.dim)
-        e = validate.unit_interval("restitution", restitution)
-        mu = validate.nonnegative("friction", friction)
-        table = self.store.planes
-        start = table.add(1, normal=normal, offset=offset, restitution=e, friction=mu)
-        with self._entered():
-            component = Collider(table, start, 0, shape)
-            component.entity = esper.create_entity(component)
-        table.view("entity")[start] = component.entity
-        self._components[component.entity] = component
-        self.store.touch()
-        return component.entity
+    def add_collider(self, shape: Shape, restitution: float = 0.3, friction: float = 0.5,
+                     tangential_damping: float = 0.0, velocity: Sequence[float] | None = None,
+                     angular_velocity: Any = None) -> int:
+        """A collider: ``Plane``, ``Disc``/``Sphere``, ``Box``, ``Polygon`` or ``Segment``.
+
+        ``restitution`` in [0, 1]; ``friction`` is Coulomb's coefficient;
+        ``tangential_damping`` (1/s) damps sliding exponentially. A collider
+        with a ``velocity`` / ``angular_velocity`` (rad/s; a 3-vector in 3D)
+        is moved by the world every substep and carries what rests on it.
+        """
+        if not isinstance(shape, SHAPES):
+            names = ", ".join(cls.__name__ for cls in SHAPES)
+            raise ValueError(f"shape must be one of pysoft's shapes ({names}), got {type(shape).__name__}")
+        geo = shape.geometry(self.dim)
+        values = {
+            "kind": geo.kind, "center": geo.center, "rotation": geo.rotation, "angle": geo.angle,
+            "restitution": validate.unit_interval("restitution", restitution),
+            "friction": validate.nonnegative("friction", friction),
+            "tangential_damping": validate.nonnegative("tangential_damping", tangential_damping),
+            "velocity": np.zeros(self.dim) if velocity is None else validate.vector(
+                "velocity", velocity, self.dim),
+            "cap_radius": geo.cap_radius, "face_count": len(geo.face_offset),
+        }
+        if angular_velocity is not None:
+            values["angular_velocity"] = (
+                (0.0, 0.0, validate.finite("angular_velocity", angular_velocity)) if self.dim == 2
+                else validate.vector("angular_velocity", angular_velocity, 3))
+        if geo.cap_a is not None:
+            values["cap_a"], values["cap_b"] = geo.cap_a, geo.cap_b
+        table = self.store.colliders
+        start = table.add(1, **values)
+        made = self._create_entities(table, start, 1, lambda row: Collider(table, row, 0, shape, geo))
+        return int(made[0])
 
     def collider(self, entity: int) -> Collider:
         """The Collider component of ``entity``."""
         return self._component(entity, Collider, "collider")
+
+    def add_gravity_well(self, center: Sequence[float], strength: float, falloff: int = 2,
+                         min_distance: float = 0.1) -> int:
+        """A radial gravity field (a planet): particles accelerate toward ``center``.
+
+        Acceleration ``strength / max(d, min_distance)**falloff`` (m/s^2), with
+        ``falloff`` 0 (constant), 1, 2 (inverse square: strength = G M) or 3.
+        Works beside or instead of uniform gravity (``World(gravity=(0, 0))``).
+        """
+        c = validate.vector("center", center, self.dim)
+        g = validate.finite("strength", strength)
+        k = validate.integer("falloff", falloff, 0)
+        if k > 3:
+            raise ValueError(f"falloff must be 0, 1, 2 or 3, got {k}")
+        d = validate.positive("min_distance", min_distance)
+        table = self.store.wells
+        start = table.add(1, center=c, strength=g, falloff=k, min_distance=d)
+        return int(self._create_entities(table, start, 1, lambda row: GravityWell(table, row, 0))[0])
+
+    def gravity_well(self, entity: int) -> GravityWell:
+        """The GravityWell component of ``entity``."""
+        return self._component(entity, GravityWell, "gravity well")
+
+    @property
+    def contacts(self) -> Contacts:
+        """Contacts of the last step as arrays (entities, normals, impulses)."""
+        P, C = self.store.particles, self.store.colliders
+        which = P.view("contact_collider")
+        rows = np.flatnonzero(which >= 0)
+        return Contacts(P.view("entity")[rows].copy(), C.view("entity")[which[rows]].copy(),
+                        P.view("contact_normal")[rows].copy(), P.view("contact_impulse")[rows].copy())
 
     # -- removal ------------------------------------------------------------
 
@@ -345,6 +420,8 @@ class World:
     def _remove_row(self, entity: int) -> None:
         component = self._components.pop(entity)
         table = component.table
+        if table is self.store.colliders:  # contacts name collider rows: forget them
+            self.store.particles.view("contact_collider")[:] = -1
         moved_from = table.swap_remove(component.row)
         if moved_from is not None:
             moved = self._components[int(table.arrays["entity"][component.row])]
@@ -406,6 +483,7 @@ class World:
         elapsed = [0.0] * len(systems)
         with self._entered():
             for substep in range(self._substeps):
+                self._substep = substep
                 self._last_substep = substep == self._substeps - 1
                 for i, system in enumerate(systems):
                     if self.store.version != self._bound_version:
@@ -429,8 +507,10 @@ class World:
     def _bind(self) -> None:
         """Rebuild index arrays and bind every kernel to the current Store arrays."""
         s = self.store
-        P, S, C = s.particles, s.springs, s.planes
+        P, S, C, W = s.particles, s.springs, s.colliders, s.wells
         S.view("pairs")[:] = s.rows_of(S.view("ends"))
+        self._faces = self._gather_faces()
+        face_normal, face_offset = self._faces
         v = P.view
         shared = {"mass": v("mass"), "inv_mass": v("inv_mass")}
         bind = kernels.bind
@@ -443,20 +523,27 @@ class World:
             springs = bind("springs", be, force=force, pos=pos, vel=vel, pairs=S.view("pairs"),
                            rest_length=S.view("rest_length"), stiffness=S.view("stiffness"),
                            damping=S.view("damping"))
+            wells = bind("radial_gravity", be, force=force, pos=pos, well_center=W.view("center"),
+                         well_strength=W.view("strength"), well_falloff=W.view("falloff"),
+                         well_min_distance=W.view("min_distance"), **shared)
+            has_wells = W.n > 0
 
             def evaluate() -> None:
                 gravity(self._drag)
+                if has_wells:
+                    wells()
                 springs()
 
             return evaluate
 
         step = {"pos": v("pos"), "vel": v("vel"), "inv_mass": v("inv_mass")}
+        moving = {**step, "prev_pos": v("prev_pos")}
         b.forces = forces(v("pos"), v("vel"), v("force"))
-        b.symplectic_euler = bind("symplectic_euler", be, force=v("force"), **step)
-        b.explicit_euler = bind("explicit_euler", be, force=v("force"), **step)
-        b.xpbd_predict = bind("xpbd_predict", be, prev_pos=v("prev_pos"), force=v("force"), **step)
-        b.xpbd_velocity = bind("xpbd_velocity", be, prev_pos=v("prev_pos"), **step)
-        b.verlet_drift = bind("verlet_drift", be, vel_pred=v("vel_pred"), force=v("force"), **step)
+        b.symplectic_euler = bind("symplectic_euler", be, force=v("force"), **moving)
+        b.explicit_euler = bind("explicit_euler", be, force=v("force"), **moving)
+        b.xpbd_predict = bind("xpbd_predict", be, force=v("force"), **moving)
+        b.xpbd_velocity = bind("xpbd_velocity", be, **moving)
+        b.verlet_drift = bind("verlet_drift", be, vel_pred=v("vel_pred"), force=v("force"), **moving)
         b.forces_verlet = forces(v("pos"), v("vel_pred"), v("force1"))
         b.verlet_kick = bind("verlet_kick", be, vel=v("vel"), force0=v("force"),
                              force1=v("force1"), inv_mass=v("inv_mass"))
@@ -468,14 +555,27 @@ class World:
         b.forces_f3 = forces(v("stage_pos"), v("v3"), v("f3"))
         b.forces_f4 = forces(v("stage_pos"), v("v4"), v("f4"))
         b.rk4_combine = bind("rk4_combine", be, v1=v("vel"), v2=v("v2"), v3=v("v3"), v4=v("v4"),
-                             f1=v("force"), f2=v("f2"), f3=v("f3"), f4=v("f4"), **step)
-        b.collide_planes = bind("collide_planes", be, pos=v("pos"), vel=v("vel"),
-                                radius=v("radius"), inv_mass=v("inv_mass"),
-                                normal=C.view("normal"), offset=C.view("offset"),
-                                restitution=C.view("restitution"), friction=C.view("friction"))
+                             f1=v("force"), f2=v("f2"), f3=v("f3"), f4=v("f4"), **moving)
+        b.collide = bind("collide", be, pos=v("pos"), vel=v("vel"),
+                         contact_collider=v("contact_collider"), contact_normal=v("contact_normal"),
+                         contact_impulse=v("contact_impulse"), prev_pos=v("prev_pos"),
+                         radius=v("radius"), face_normal=face_normal, face_offset=face_offset,
+                         **shared, **{name: C.view(name) for name in COLLIDER_FIELDS})
         b.find_unstable = bind("find_unstable", be, pos=v("pos"), vel=v("vel"))
         self._bound = b
         self._bound_version = s.version
+
+    def _gather_faces(self) -> tuple[np.ndarray, np.ndarray]:
+        """Concatenate the polytope colliders' local faces in row order; set face_start."""
+        C = self.store.colliders
+        normals, offsets, start = [np.zeros((0, self.dim))], [np.zeros(0)], 0
+        for row, entity in enumerate(C.view("entity")):
+            geo = self.collider(int(entity)).geometry
+            C.view("face_start")[row] = start
+            normals.append(geo.face_normal)
+            offsets.append(geo.face_offset)
+            start += len(geo.face_offset)
+        return np.ascontiguousarray(np.concatenate(normals)), np.ascontiguousarray(np.concatenate(offsets))
 
     # -- snapshots ----------------------------------------------------------
 
@@ -489,6 +589,6 @@ class World:
 
     def __repr__(self) -> str:
         return (f"<pysoft.World dim={self.dim} particles={self.store.particles.n} "
-                f"springs={self.store.springs.n} colliders={self.store.planes.n} "
+                f"springs={self.store.springs.n} colliders={self.store.colliders.n} "
                 f"t={self.time:.4g}s backend={self.backend!r}>")
 

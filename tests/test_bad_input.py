@@ -42,7 +42,7 @@ def fingerprint(world: pysoft.World) -> bytes:
         np.ascontiguousarray(world.positions).tobytes(),
         np.ascontiguousarray(world.velocities).tobytes(),
         struct.pack("<d", world.time),
-        struct.pack("<5q", s.particles.n, s.springs.n, s.planes.n, s.version, len(world.particles)),
+        struct.pack("<5q", s.particles.n, s.springs.n, s.colliders.n, s.version, len(world.particles)),
         struct.pack("<3q", *live),
     ))
 

@@ -64,7 +64,7 @@ def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs_headless(path: pathlib.Path) -> None:
     module = _load(path)
-    result = module.main(1.0) if path.stem == "falling_boxes" else module.main(60)  # type: ignore[attr-defined]
+    result = module.main(3.0) if path.stem == "falling_boxes" else module.main(60)  # type: ignore[attr-defined]
     if path.stem == "falling_boxes":
         assert -1e-9 <= result < 0.05
     elif path.stem == "esper_game":

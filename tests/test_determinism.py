@@ -72,7 +72,7 @@ def state(world: pysoft.World) -> bytes:
 def fingerprint(world: pysoft.World) -> bytes:
     s = world.store
     return state(world) + struct.pack("<d4q", world.time, s.particles.n, s.springs.n,
-                                      s.planes.n, s.version)
+                                      s.colliders.n, s.version)
 
 
 def run(world: pysoft.World, frames: int) -> None:

@@ -485,7 +485,7 @@ def test_removing_springs_and_colliders(backend: str) -> None:
     grid = build_grid(w, 3, 2, origin=(0.0, 0.03))
     floored = pysoft.World(backend=backend)
     build_grid(floored, 3, 2, origin=(0.0, 0.03))
-    collider = int(w.store.planes.view("entity")[0])
+    collider = int(w.store.colliders.view("entity")[0])
     s0 = grid.springs[0]
     ends = {s: (w.spring(s).a, w.spring(s).b) for s in grid.springs[1:]}
     w.remove(s0)
@@ -494,7 +494,7 @@ def test_removing_springs_and_colliders(backend: str) -> None:
     for s, ab in ends.items():
         assert (w.spring(s).a, w.spring(s).b) == ab
     w.remove(collider)
-    assert w.store.planes.n == 0
+    assert w.store.colliders.n == 0
     with pytest.raises(KeyError):
         w.collider(collider)
     for _ in range(60):

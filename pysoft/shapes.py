@@ -1,0 +1,231 @@
+"""Collider shapes and the local geometry the collide kernel reads.
+
+Every shape becomes a pose (centre, rotation) and a local shape of one of two
+kinds (see csrc/collide.c):
+
+* a convex polytope, the intersection of half-spaces ``n . y <= o``:
+  ``Plane`` (one face), ``Box`` (4 faces in 2D, 6 in 3D), ``Polygon``;
+* a capsule, the points within ``radius`` of a segment: ``Disc`` and
+  ``Sphere`` (a zero-length segment), ``Segment``.
+
+Shapes are immutable descriptions; a collider's pose can be changed later
+(``world.collider(e).position``, ``.angle``, ``.velocity``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pysoft import validate
+
+POLYTOPE, CAPSULE = 0, 1  # the kind codes of csrc/collide.c
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A shape in its own frame plus its initial pose."""
+
+    kind: int
+    center: np.ndarray
+    rotation: np.ndarray
+    face_normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    face_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cap_a: np.ndarray | None = None
+    cap_b: np.ndarray | None = None
+    cap_radius: float = 0.0
+    angle: float = 0.0
+    outline: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # local, for drawing
+
+
+def rotation_2d(angle: float) -> np.ndarray:
+    """The 2x2 rotation by ``angle`` radians (counter-clockwise)."""
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def _rotation_3d(rotation: Any, angle: float) -> np.ndarray:
+    if rotation is None:
+        out = np.eye(3)
+        out[:2, :2] = rotation_2d(angle)
+        return out
+    rot = validate.array("rotation", rotation, (3, 3))
+    if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-9) or np.linalg.det(rot) < 0:
+        raise ValueError("rotation must be a proper rotation matrix (orthonormal, det +1)")
+    return rot
+
+
+def _polytope(center: np.ndarray, rotation: np.ndarray, normals: np.ndarray,
+              offsets: np.ndarray, angle: float = 0.0, outline: np.ndarray | None = None) -> Geometry:
+    return Geometry(POLYTOPE, center, rotation, np.ascontiguousarray(normals, dtype=np.float64),
+                    np.ascontiguousarray(offsets, dtype=np.float64), angle=angle,
+                    outline=np.zeros((0, 2)) if outline is None else outline)
+
+
+def _capsule(center: np.ndarray, a: np.ndarray, b: np.ndarray, radius: float) -> Geometry:
+    dim = len(center)
+    if dim == 2:  # a stadium: the segment's two sides and round ends, for drawing
+        axis = b - a
+        along = math.atan2(axis[1], axis[0]) if axis.any() else 0.0
+        t = np.linspace(-0.5 * math.pi, 0.5 * math.pi, 9)
+        cap = radius * np.stack([np.cos(t), np.sin(t)], axis=1)
+        outline = np.concatenate([b + cap @ rotation_2d(along).T, a - cap @ rotation_2d(along).T])
+    else:
+        outline = np.zeros((0, 2))
+    return Geometry(CAPSULE, center, np.eye(dim), np.zeros((0, dim)), np.zeros(0), cap_a=a, cap_b=b,
+                    cap_radius=radius, outline=outline)
+
+
+@dataclass(frozen=True)
+class Plane:
+    """A half-space: solid where ``dot(normal, x) < offset`` (in 2D, a line with a facing side).
+
+    ``normal`` need not be unit length: it is normalised, and ``offset`` is
+    divided by its length (so ``Plane((0, 2), 2)`` is the line y = 1).
+    """
+
+    normal: Any
+    offset: float = 0.0
+
+    def geometry(self, dim: int) -> Geometry:
+        normal = validate.vector("normal", self.normal, dim)
+        length = float(np.sqrt(np.dot(normal, normal)))
+        if not length > 0.0:
+            raise ValueError("normal must be a non-zero vector")
+        offset = validate.finite("offset", self.offset)
+        return _polytope(np.zeros(dim), np.eye(dim), (normal / length)[None],
+                         np.array([offset / length]))
+
+
+@dataclass(frozen=True)
+class Disc:
+    """A solid disc (2D): ``center`` (m), ``radius`` > 0 (m)."""
+
+    center: Any
+    radius: float
+
+    def geometry(self, dim: int) -> Geometry:
+        if dim != 2:
+            raise ValueError("Disc is a 2D shape; use Sphere in a 3D world")
+        return _ball(self.center, self.radius, dim)
+
+
+@dataclass(frozen=True)
+class Sphere:
+    """A solid sphere (3D): ``center`` (m), ``radius`` > 0 (m)."""
+
+    center: Any
+    radius: float
+
+    def geometry(self, dim: int) -> Geometry:
+        if dim != 3:
+            raise ValueError("Sphere is a 3D shape; use Disc in a 2D world")
+        return _ball(self.center, self.radius, dim)
+
+
+def _ball(center: Any, radius: float, dim: int) -> Geometry:
+    c = validate.vector("center", center, dim)
+    r = validate.positive("radius", radius)
+    return _capsule(c, np.zeros(dim), np.zeros(dim), r)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A two-sided capsule from ``a`` to ``b`` with ``radius`` > 0: terrain pieces, ramps."""
+
+    a: Any
+    b: Any
+    radius: float = 0.01
+
+    def geometry(self, dim: int) -> Geometry:
+        a = validate.vector("a", self.a, dim)
+        b = validate.vector("b", self.b, dim)
+        r = validate.positive("radius", self.radius)
+        mid = 0.5 * (a + b)
+        return _capsule(mid, a - mid, b - mid, r)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A box: ``center``, ``half_extents`` > 0, turned by ``angle`` (radians, CCW; about z in 3D).
+
+    In 3D a full ``rotation`` matrix may be given instead of ``angle``.
+    """
+
+    center: Any
+    half_extents: Any
+    angle: float = 0.0
+    rotation: Any = None
+
+    def geometry(self, dim: int) -> Geometry:
+        c = validate.vector("center", self.center, dim)
+        half = validate.vector("half_extents", self.half_extents, dim)
+        if not (half > 0.0).all():
+            raise ValueError(f"half_extents must be > 0, got {half.tolist()}")
+        angle = validate.finite("angle", self.angle)
+        if dim == 2:
+            if self.rotation is not None:
+                raise ValueError("rotation is for 3D boxes; use angle in 2D")
+            rot = rotation_2d(angle)
+        else:
+            rot = _rotation_3d(self.rotation, angle)
+        eye = np.eye(dim)
+        normals = np.concatenate([eye, -eye])
+        corners = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]]) * half[:2]
+        return _polytope(c, rot, normals, np.concatenate([half, half]), angle=angle,
+                         outline=corners if dim == 2 else None)
+
+
+@dataclass(frozen=True)
+class Polygon:
+    """A convex polygon (2D) from 3 or more ``vertices``.
+
+    Counter-clockwise order is expected; clockwise input is accepted and
+    reversed. Repeated vertices, collinear-only (zero area), non-convex and
+    self-intersecting outlines are rejected with ValueError.
+    """
+
+    vertices: Any
+
+    def geometry(self, dim: int) -> Geometry:
+        if dim != 2:
+            raise ValueError("Polygon is a 2D shape; use Box (or several Planes) in 3D")
+        v = validate.array("vertices", self.vertices, (None, 2))
+        if len(v) < 3:
+            raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
+        v = convex_ccw(v)
+        center = v.mean(axis=0)
+        local = v - center
+        edges = np.roll(local, -1, axis=0) - local
+        normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)
+        normals /= np.linalg.norm(normals, axis=1)[:, None]
+        offsets = (normals * local).sum(axis=1)
+        return _polytope(center, np.eye(2), normals, offsets, outline=local)
+
+
+def convex_ccw(v: np.ndarray) -> np.ndarray:
+    """``v`` as a counter-clockwise convex outline; ValueError if it is not convex and simple."""
+    edges = np.roll(v, -1, axis=0) - v
+    lengths = np.linalg.norm(edges, axis=1)
+    if not (lengths > 1e-12 * max(1.0, float(np.abs(v).max()))).all():
+        raise ValueError("vertices must not repeat (an edge has zero length)")
+    nxt = np.roll(edges, -1, axis=0)
+    cross = edges[:, 0] * nxt[:, 1] - edges[:, 1] * nxt[:, 0]
+    area2 = float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
+    if abs(area2) <= 1e-12 * float(lengths.max()) ** 2:
+        raise ValueError("vertices enclose no area")
+    if area2 < 0.0:  # clockwise: reverse into counter-clockwise order
+        return convex_ccw(v[::-1].copy())
+    turning = np.arctan2(cross, (edges * nxt).sum(axis=1)).sum()
+    if (cross < -1e-12 * lengths.max() ** 2).any() or not math.isclose(turning, 2 * math.pi,
+                                                                          rel_tol=1e-6):
+        raise ValueError("vertices must form a convex, non-self-intersecting polygon "
+                         "(split concave shapes into several colliders)")
+    return v
+
+
+Shape = Plane | Disc | Sphere | Segment | Box | Polygon
+SHAPES = (Plane, Disc, Sphere, Segment, Box, Polygon)
