@@ -21,6 +21,9 @@
  *   - else if x is inside, the contact is on the nearest surface;
  *   depth = how far x must move along the contact normal to reach that
  *   surface's tangent plane.
+ * Before any of that, a collider whose bounding sphere (radius bound[j]
+ * around c, inf for planes) is farther from x than r + |x - p| is skipped:
+ * |x - c|^2 > (bound + r + |x - p|)^2 (a broad-phase cull, exact in effect).
  * The deepest contact over all colliders wins (Box2D-style: the most
  * penetrating feature decides, so particles are not snagged at the seams of
  * touching shapes); it is resolved, and the search repeats up to
@@ -206,7 +209,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const int32_t *face_start, const int32_t *face_count,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
-               int n, int k, int nfaces, int dim, int iterations,
+               const double *bound, int n, int k, int nfaces, int dim, int iterations,
                double h, double rest_speed)
 {
     int contacts = 0;
@@ -218,10 +221,16 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
         for (int it = 0; it < iterations; it++) {
             double best = 0.0, best_n[3] = {0.0, 0.0, 0.0};
             int best_j = -1;
+            double path[3];
+            for (int c = 0; c < dim; c++) path[c] = x[c] - p0[c];
+            double reach = radius[i] + sqrt(dot(path, path, dim));
             for (int j = 0; j < k; j++) {
                 const double *c = center + (long)j * dim;
                 const double *R = rotation + (long)j * dim * dim;
-                double xl[3], pl[3], nl[3], depth;
+                double xl[3], pl[3], nl[3], depth, off[3];
+                for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
+                double lim = bound[j] + reach;
+                if (dot(off, off, dim) > lim * lim) continue;
                 to_local(xl, x, c, R, dim);
                 to_local(pl, p0, c, R, dim);
                 if (kind[j] == PS_POLYTOPE)

@@ -71,7 +71,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const int32_t *face_start, const int32_t *face_count,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
-               int n, int k, int nfaces, int dim, int iterations,
+               const double *bound, int n, int k, int nfaces, int dim, int iterations,
                double h, double rest_speed);
 
 /* finish.c */

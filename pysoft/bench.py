@@ -104,6 +104,26 @@ def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[
     }
 
 
+def bench_contacts(particles: int = 10_000, colliders: int = 64, frames: int = 120,
+                   rounds: int = 3) -> dict[str, Any]:
+    """The obstacle course: ns per particle-collider test in the collide pass (C)."""
+    world = scenes.obstacle_course(particles, colliders)
+    for _ in range(frames):  # let the rain reach the obstacles
+        world.step()
+    passes: list[float] = []
+
+    def step() -> None:
+        world.step()
+        passes.append(world.profile["collide"])
+
+    t = _rounds({"step": step}, 20, rounds)["step"]
+    collide_ms = statistics.median(passes)
+    k = world.store.colliders.n
+    return {"particles": world.store.particles.n, "colliders": k, "step_ms": 1e3 * t,
+            "collide_ms": collide_ms, "contacts": len(world.contacts.particles),
+            "ns_per_test": 1e6 * collide_ms / (world.store.particles.n * k)}
+
+
 def bench_small_body(rounds: int = 5) -> dict[str, Any]:
     """One 25-particle spring body, 60 Hz frames of 8 substeps: microseconds per frame."""
     world = World()
@@ -155,6 +175,11 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
              f"{r['steps_per_s']:>9.0f} {r['particle_steps_per_s'] / 1e6:>13.1f} "
              f"{r['ns_per_spring']:>9.2f} {r['overhead']:>8.3f} {r['c_over_numpy']:>8.1f}")
         echo("           passes (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in r["passes_ms"].items()))
+    c = bench_contacts(rounds=max(1, rounds // 2))
+    results["contacts"] = c
+    echo(f"\nscene 'obstacle course': {c['particles']} particles, {c['colliders']} colliders, "
+         f"{c['contacts']} in contact: collide pass {c['collide_ms']:.3f} ms per step, "
+         f"{c['ns_per_test']:.2f} ns per particle-collider test")
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

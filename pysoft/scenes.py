@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from pysoft.shapes import Plane
+from pysoft.shapes import Box, Disc, Plane, Polygon, Segment
 from pysoft.world import World
 
 BOX_CELLS = 10  # particles per box side
@@ -92,4 +92,32 @@ def demo(**world_args: Any) -> World:
     centre = pos[spin].mean(axis=0)
     vel[spin] = 2.0 * np.stack([-(pos[spin, 1] - centre[1]), pos[spin, 0] - centre[0]], axis=1)
     vel[rows[per_box : 2 * per_box]] = (-0.6, 0.0)  # the second slides to the left
+    return world
+
+
+def obstacle_course(particles: int = 10_000, colliders: int = 64, **world_args: Any) -> World:
+    """Particles raining through a field of static colliders (the contact benchmark).
+
+    ``colliders`` obstacles in a grid, cycling through rotated boxes, discs,
+    hexagons and slanted segments, over a floor; particles of radius 2 cm on
+    a grid above them, falling. dt = 1/240 s, 1 substep.
+    """
+    args = {"dt": 1.0 / 240.0, "substeps": 1, "gravity": (0.0, -9.81), **world_args}
+    world = World(dim=2, **args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
+    side = max(1, round(np.sqrt(colliders)))
+    angles = np.arange(6) * np.pi / 3
+    tilt = np.array([0.3, 0.1])  # half of a slanted segment
+    hexagon = 0.25 * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    for i in range(colliders - 1):
+        c = np.array([(i % side - (side - 1) / 2.0) * 0.8, 0.6 + (i // side) * 0.6])
+        shape = (Box(c, (0.25, 0.06), angle=0.3 * (i % 5 - 2)), Disc(c, 0.2), Polygon(hexagon + c),
+                 Segment(c - tilt, c + tilt, 0.03))[i % 4]
+        world.add_collider(shape, restitution=0.3, friction=0.4)
+    top = 0.6 + side * 0.6 + 0.5
+    cols = max(1, int(np.sqrt(particles * 4)))
+    k = np.arange(particles)
+    x = (k % cols - (cols - 1) / 2.0) * (side * 0.8 / cols)
+    y = top + (k // cols) * 0.05
+    world.add_particles(np.stack([x, y], axis=1), radii=0.02, masses=0.01)
     return world

@@ -39,6 +39,7 @@ class Geometry:
     cap_radius: float = 0.0
     angle: float = 0.0
     outline: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # local, for drawing
+    bound: float = math.inf  # radius of a sphere around the centre holding the shape
 
 
 def rotation_2d(angle: float) -> np.ndarray:
@@ -59,10 +60,11 @@ def _rotation_3d(rotation: Any, angle: float) -> np.ndarray:
 
 
 def _polytope(center: np.ndarray, rotation: np.ndarray, normals: np.ndarray,
-              offsets: np.ndarray, angle: float = 0.0, outline: np.ndarray | None = None) -> Geometry:
+              offsets: np.ndarray, angle: float = 0.0, outline: np.ndarray | None = None,
+              bound: float = math.inf) -> Geometry:
     return Geometry(POLYTOPE, center, rotation, np.ascontiguousarray(normals, dtype=np.float64),
                     np.ascontiguousarray(offsets, dtype=np.float64), angle=angle,
-                    outline=np.zeros((0, 2)) if outline is None else outline)
+                    outline=np.zeros((0, 2)) if outline is None else outline, bound=bound)
 
 
 def _capsule(center: np.ndarray, a: np.ndarray, b: np.ndarray, radius: float) -> Geometry:
@@ -75,8 +77,9 @@ def _capsule(center: np.ndarray, a: np.ndarray, b: np.ndarray, radius: float) ->
         outline = np.concatenate([b + cap @ rotation_2d(along).T, a - cap @ rotation_2d(along).T])
     else:
         outline = np.zeros((0, 2))
+    bound = max(float(np.linalg.norm(a)), float(np.linalg.norm(b))) + radius
     return Geometry(CAPSULE, center, np.eye(dim), np.zeros((0, dim)), np.zeros(0), cap_a=a, cap_b=b,
-                    cap_radius=radius, outline=outline)
+                    cap_radius=radius, outline=outline, bound=bound * (1.0 + 1e-9))
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,8 @@ class Box:
         normals = np.concatenate([eye, -eye])
         corners = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]]) * half[:2]
         return _polytope(c, rot, normals, np.concatenate([half, half]), angle=angle,
-                         outline=corners if dim == 2 else None)
+                         outline=corners if dim == 2 else None,
+                         bound=float(np.linalg.norm(half)) * (1.0 + 1e-9))
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ class Polygon:
         normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)
         normals /= np.linalg.norm(normals, axis=1)[:, None]
         offsets = (normals * local).sum(axis=1)
-        return _polytope(center, np.eye(2), normals, offsets, outline=local)
+        bound = float(np.linalg.norm(local, axis=1).max()) * (1.0 + 1e-9)
+        return _polytope(center, np.eye(2), normals, offsets, outline=local, bound=bound)
 
 
 def convex_ccw(v: np.ndarray) -> np.ndarray:

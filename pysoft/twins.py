@@ -309,7 +309,7 @@ def collide(
     prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
     rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64, friction: F64,
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
-    cap_a: F64, cap_b: F64, cap_radius: F64, n: int, k: int, nfaces: int, dim: int,
+    cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, n: int, k: int, nfaces: int, dim: int,
     iterations: int, h: float, rest_speed: float,
 ) -> int:
     """Particles against colliders: swept entry or nearest surface, deepest wins; response."""
@@ -322,18 +322,24 @@ def collide(
         best = np.zeros(len(active))
         best_j = np.full(len(active), -1)
         best_n = np.zeros((len(active), dim))
+        path = x - p0
+        reach = r + np.sqrt(_dot(path, path, dim))
         for j in range(k):
+            off = x - center[j]
+            lim = bound[j] + reach
+            near = np.flatnonzero(~(_dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
             R = rotation[j]
-            xl, pl = _to_local(x, center[j], R, dim), _to_local(p0, center[j], R, dim)
+            xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)
             if kind[j] == POLYTOPE:
                 lo, hi = face_start[j], face_start[j] + face_count[j]
-                depth, nl = _polytope_contact(pl, xl, r, face_normal[lo:hi], face_offset[lo:hi], dim)
+                depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
             else:
-                depth, nl = _capsule_contact(pl, xl, r, cap_a[j], cap_b[j], cap_radius[j], dim)
-            deeper = depth > best
-            best = np.where(deeper, depth, best)
-            best_j = np.where(deeper, j, best_j)
-            best_n = np.where(deeper[:, None], _to_world(nl, R, dim), best_n)
+                depth, nl = _capsule_contact(pl, xl, r[near], cap_a[j], cap_b[j], cap_radius[j], dim)
+            deeper = depth > best[near]
+            rows = near[deeper]
+            best[rows] = depth[deeper]
+            best_j[rows] = j
+            best_n[rows] = _to_world(nl[deeper], R, dim)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
         contacts += len(active)

@@ -30,7 +30,8 @@ INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 BACKENDS = ("c", "python")
 _contexts = itertools.count(1)
 COLLIDER_FIELDS = ("kind", "center", "rotation", "velocity", "angular_velocity", "restitution",
-                   "friction", "keep", "face_start", "face_count", "cap_a", "cap_b", "cap_radius")
+                   "friction", "keep", "face_start", "face_count", "cap_a", "cap_b", "cap_radius",
+                   "bound")
 _V = TypeVar("_V", bound=_RowView)
 
 
@@ -354,7 +355,7 @@ class World:
             "tangential_damping": validate.nonnegative("tangential_damping", tangential_damping),
             "velocity": np.zeros(self.dim) if velocity is None else validate.vector(
                 "velocity", velocity, self.dim),
-            "cap_radius": geo.cap_radius, "face_count": len(geo.face_offset),
+            "cap_radius": geo.cap_radius, "face_count": len(geo.face_offset), "bound": geo.bound,
         }
         if angular_velocity is not None:
             values["angular_velocity"] = (

@@ -61,16 +61,28 @@ def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert "overhead" in capsys.readouterr().out
 
 
+def _lands_on_the_floor(lowest: float) -> bool:
+    return -1e-9 <= lowest < 0.05
+
+
+# Each example's main() with a short run, and what its result must satisfy.
+EXPECT = {
+    "falling_boxes": ((3.0,), _lands_on_the_floor),
+    "esper_game": ((60,), lambda heights: all(0.0 < y < 2.5 for y in heights)),
+    "wind_system": ((60,), lambda tip: tip > 0.0),  # the wind pushed the rope downwind
+    "obstacle_rain": ((2.0,), lambda touching: touching > 100),  # the rain lands on something
+}
+
+
+def test_every_example_has_a_check() -> None:
+    assert {p.stem for p in EXAMPLES} == set(EXPECT)
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs_headless(path: pathlib.Path) -> None:
-    module = _load(path)
-    result = module.main(3.0) if path.stem == "falling_boxes" else module.main(60)  # type: ignore[attr-defined]
-    if path.stem == "falling_boxes":
-        assert -1e-9 <= result < 0.05
-    elif path.stem == "esper_game":
-        assert all(0.0 < y < 2.5 for y in result)
-    else:
-        assert result > 0.0  # the wind pushed the rope downwind
+    args, check = EXPECT[path.stem]
+    result = _load(path).main(*args)  # type: ignore[attr-defined]
+    assert check(result), result
 
 
 # An editable install maps ``pysoft`` to the checkout from a meta-path finder; drop it so

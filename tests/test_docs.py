@@ -46,6 +46,10 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert np.isfinite(w.positions).all()
     world = namespace["world"]
     assert isinstance(world, pysoft.World) and world.time == pytest.approx(1 / 60)
+    scene = namespace["scene"]
+    assert isinstance(scene, pysoft.World) and scene.store.colliders.n == 6
+    assert namespace["ball"] in namespace["hits"].particles  # the ball rests on the tilted box
+    assert "planet" in namespace
 
 
 @pytest.mark.parametrize("module", ["pysoft", "pysoft.world"])
