@@ -45,6 +45,7 @@
  * in index order; dot products sum components left to right. The NumPy twin
  * follows the same order per particle, so results are bitwise equal.
  */
+#include <float.h>
 #include <math.h>
 #include "pysoft.h"
 
@@ -52,7 +53,14 @@
 #define PS_CAPSULE 1
 #define PS_MIN_LENGTH 1e-12
 
-static inline double dot(const double *a, const double *b, int dim)
+#if defined(__GNUC__)
+#define PS_INLINE static inline __attribute__((always_inline))
+#else
+#define PS_INLINE static inline
+#endif
+
+
+PS_INLINE double dot(const double *a, const double *b, int dim)
 {
     double s = 0.0;
     for (int c = 0; c < dim; c++) s = s + a[c] * b[c];
@@ -60,7 +68,7 @@ static inline double dot(const double *a, const double *b, int dim)
 }
 
 /* local = R^T (world - c) */
-static inline void to_local(double *out, const double *x, const double *c,
+PS_INLINE void to_local(double *out, const double *x, const double *c,
                             const double *R, int dim)
 {
     double d[3];
@@ -73,7 +81,7 @@ static inline void to_local(double *out, const double *x, const double *c,
 }
 
 /* world direction = R local */
-static inline void to_world(double *out, const double *v, const double *R, int dim)
+PS_INLINE void to_world(double *out, const double *v, const double *R, int dim)
 {
     for (int a = 0; a < dim; a++) {
         double s = 0.0;
@@ -83,7 +91,7 @@ static inline void to_world(double *out, const double *v, const double *R, int d
 }
 
 /* Contact with a grown polytope: returns depth (> 0) and the local normal. */
-static double polytope_contact(double *nrm, const double *p, const double *x, double r,
+PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x, double r,
                                const double *fn, const double *fo, int nf, int dim)
 {
     /* swept: Cyrus-Beck clipping of p -> x against n.y <= o + r */
@@ -125,7 +133,7 @@ static double polytope_contact(double *nrm, const double *p, const double *x, do
 }
 
 /* Closest point on segment [a, b] to y. */
-static inline void closest_on_segment(double *q, const double *y, const double *a,
+PS_INLINE void closest_on_segment(double *q, const double *y, const double *a,
                                       const double *b, int dim)
 {
     double ab[3], ay[3];
@@ -139,7 +147,7 @@ static inline void closest_on_segment(double *q, const double *y, const double *
 }
 
 /* Smallest root in [0, 1] of A t^2 + B t + C = 0 (A > 0), or -1. */
-static inline double first_root(double A, double B, double C)
+PS_INLINE double first_root(double A, double B, double C)
 {
     double disc = B * B - 4.0 * A * C;
     if (!(A > 0.0) || disc < 0.0) return -1.0;
@@ -148,7 +156,7 @@ static inline double first_root(double A, double B, double C)
 }
 
 /* Contact with a capsule of radius R + r around [a, b]. */
-static double capsule_contact(double *nrm, const double *p, const double *x, double r,
+PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, double r,
                               const double *a, const double *b, double R, int dim)
 {
     double rr = R + r, q[3], d[3], m[3], ab[3];
@@ -199,7 +207,8 @@ static double capsule_contact(double *nrm, const double *p, const double *x, dou
     return depth > 0.0 ? depth : 0.0;
 }
 
-int ps_collide(double *pos, double *vel, int32_t *contact_collider,
+/* The kernel body, inlined once per dimension so that `dim` is a constant. */
+PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse,
                const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
@@ -221,16 +230,21 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
         for (int it = 0; it < iterations; it++) {
             double best = 0.0, best_n[3] = {0.0, 0.0, 0.0};
             int best_j = -1;
-            double path[3];
-            for (int c = 0; c < dim; c++) path[c] = x[c] - p0[c];
-            double reach = radius[i] + sqrt(dot(path, path, dim));
+            double reach = -1.0;  /* r + |x - p|, computed at the first bounded collider */
             for (int j = 0; j < k; j++) {
                 const double *c = center + (long)j * dim;
                 const double *R = rotation + (long)j * dim * dim;
-                double xl[3], pl[3], nl[3], depth, off[3];
-                for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
-                double lim = bound[j] + reach;
-                if (dot(off, off, dim) > lim * lim) continue;
+                double xl[3], pl[3], nl[3], depth;
+                if (bound[j] <= DBL_MAX) {
+                    double off[3], path[3];
+                    if (reach < 0.0) {
+                        for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
+                        reach = radius[i] + sqrt(dot(path, path, dim));
+                    }
+                    for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
+                    double lim = bound[j] + reach;
+                    if (dot(off, off, dim) > lim * lim) continue;
+                }
                 to_local(xl, x, c, R, dim);
                 to_local(pl, p0, c, R, dim);
                 if (kind[j] == PS_POLYTOPE)
@@ -291,4 +305,26 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
         }
     }
     return contacts;
+}
+
+int ps_collide(double *pos, double *vel, int32_t *contact_collider,
+               double *contact_normal, double *contact_impulse,
+               const double *prev_pos, const double *radius, const double *mass,
+               const double *inv_mass, const int32_t *kind, const double *center,
+               const double *rotation, const double *velocity,
+               const double *angular_velocity, const double *restitution,
+               const double *friction, const double *keep,
+               const int32_t *face_start, const int32_t *face_count,
+               const double *face_normal, const double *face_offset,
+               const double *cap_a, const double *cap_b, const double *cap_radius,
+               const double *bound, int n, int k, int nfaces, int dim, int iterations,
+               double h, double rest_speed)
+{
+#define PS_COLLIDE_ARGS(D) pos, vel, contact_collider, contact_normal, contact_impulse, \
+        prev_pos, radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity, \
+        restitution, friction, keep, face_start, face_count, face_normal, face_offset, cap_a, \
+        cap_b, cap_radius, bound, n, k, nfaces, D, iterations, h, rest_speed
+    if (dim == 2) return collide_impl(PS_COLLIDE_ARGS(2));
+    return collide_impl(PS_COLLIDE_ARGS(3));
+#undef PS_COLLIDE_ARGS
 }
