@@ -14,16 +14,21 @@
  *
  * Finding the contact of particle i with collider j, in j's frame, from the
  * substep's start p (prev_pos) to its position x:
- *   - if p was outside and the segment p -> x enters the grown shape, the
- *     contact is on the entry surface (swept test: Cyrus-Beck clipping for
- *     polytopes, the first root of |y(t) - axis| = R + r for capsules), so a
- *     fast particle never passes through a thin box, segment or plane;
- *   - else if x is inside, the contact is on the nearest surface;
+ *   - swept: if the centre's path p -> x enters the core shape (not grown:
+ *     Cyrus-Beck clipping for polytopes, the first root of |y(t) - axis| = R
+ *     for capsules), the contact is on the entry surface, so a fast particle
+ *     never passes through a thin box, segment or plane;
+ *   - else static: if x is inside the grown shape, the contact is on its
+ *     nearest surface (the shallowest face of a polytope). A particle sliding
+ *     along a surface only ever touches neighbouring shapes' grown skins, so
+ *     the seam between two touching boxes does not snag it;
  *   depth = how far x must move along the contact normal to reach that
- *   surface's tangent plane.
- * Before any of that, a collider whose bounding sphere (radius bound[j]
- * around c, inf for planes) is farther from x than r + |x - p| is skipped:
- * |x - c|^2 > (bound + r + |x - p|)^2 (a broad-phase cull, exact in effect).
+ *   surface's grown tangent plane.
+ * Before any of that, a collider is skipped when x is farther from c than
+ * bound[j] + grow[j] r + |x - p| (bound: radius of a sphere around c holding
+ * the core shape, inf for planes; grow: how far the grown shape reaches per
+ * unit r, sqrt(dim) for boxes, 1/sin(alpha/2) at a polygon vertex of angle
+ * alpha, 1 for capsules): a broad-phase cull that never skips a contact.
  * The deepest contact over all colliders wins (Box2D-style: the most
  * penetrating feature decides, so particles are not snagged at the seams of
  * touching shapes); it is resolved, and the search repeats up to
@@ -94,13 +99,13 @@ PS_INLINE void to_world(double *out, const double *v, const double *R, int dim)
 PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x, double r,
                                const double *fn, const double *fo, int nf, int dim)
 {
-    /* swept: Cyrus-Beck clipping of p -> x against n.y <= o + r */
+    /* swept: Cyrus-Beck clipping of p -> x against the core, n.y <= o */
     double t_in = 0.0, t_out = 1.0;
     int f_in = -1, outside = 0, missed = 0;
     for (int f = 0; f < nf; f++) {
         const double *n = fn + (long)f * dim;
-        double d0 = dot(n, p, dim) - fo[f] - r;
-        double d1 = dot(n, x, dim) - fo[f] - r;
+        double d0 = dot(n, p, dim) - fo[f];
+        double d1 = dot(n, x, dim) - fo[f];
         if (d0 >= 0.0) {
             outside = 1;
             if (d1 >= 0.0) {
@@ -115,11 +120,10 @@ PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x,
         }
     }
     int face = -1;
-    if (outside) {
-        if (missed || f_in < 0 || t_in > t_out) return 0.0;
+    if (outside && !missed && f_in >= 0 && !(t_in > t_out)) {
         face = f_in;
     } else {
-        /* p inside: nearest face of x, if x is still inside */
+        /* static: the shallowest face of the grown shape, if x is inside it */
         double best = 0.0;
         for (int f = 0; f < nf; f++) {
             double s = dot(fn + (long)f * dim, x, dim) - fo[f];
@@ -159,13 +163,11 @@ PS_INLINE double first_root(double A, double B, double C)
 PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, double r,
                               const double *a, const double *b, double R, int dim)
 {
-    double rr = R + r, q[3], d[3], m[3], ab[3];
+    double rr = R + r, q[3], d[3] = {0.0, 0.0, 0.0}, m[3], ab[3], t_hit = 2.0;
     closest_on_segment(q, p, a, b, dim);
     for (int c = 0; c < dim; c++) m[c] = p[c] - q[c];
-    int outside = dot(m, m, dim) >= rr * rr;
-    if (outside) {
-        /* swept: first time the path p + t (x - p) touches the capsule */
-        double t_hit = 2.0;
+    if (dot(m, m, dim) >= R * R) {
+        /* swept: first time the centre's path p + t (x - p) touches the core */
         for (int c = 0; c < dim; c++) { d[c] = x[c] - p[c]; ab[c] = b[c] - a[c]; }
         double l2 = dot(ab, ab, dim), dd = dot(d, d, dim);
         if (l2 > 0.0) {  /* the side of the capsule: distance to the axis line */
@@ -173,7 +175,7 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
             double md = dot(m, ab, dim), ddab = dot(d, ab, dim);
             double A = dd - ddab * ddab / l2;
             double B = 2.0 * (dot(m, d, dim) - md * ddab / l2);
-            double C = dot(m, m, dim) - md * md / l2 - rr * rr;
+            double C = dot(m, m, dim) - md * md / l2 - R * R;
             double t = first_root(A, B, C);
             if (t >= 0.0) {
                 double s = (md + t * ddab) / l2;
@@ -183,10 +185,11 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
         for (int e = 0; e < 2; e++) {  /* the round ends */
             const double *end = e ? b : a;
             for (int c = 0; c < dim; c++) m[c] = p[c] - end[c];
-            double t = first_root(dd, 2.0 * dot(m, d, dim), dot(m, m, dim) - rr * rr);
+            double t = first_root(dd, 2.0 * dot(m, d, dim), dot(m, m, dim) - R * R);
             if (t >= 0.0 && t < t_hit) t_hit = t;
         }
-        if (t_hit > 1.0) return 0.0;
+    }
+    if (!(t_hit > 1.0)) {
         double y[3];
         for (int c = 0; c < dim; c++) y[c] = p[c] + t_hit * d[c];
         closest_on_segment(q, y, a, b, dim);
@@ -218,8 +221,8 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                const int32_t *face_start, const int32_t *face_count,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
-               const double *bound, int n, int k, int nfaces, int dim, int iterations,
-               double h, double rest_speed)
+               const double *bound, const double *grow, int n, int k, int nfaces,
+               int dim, int iterations, double h, double rest_speed)
 {
     int contacts = 0;
     (void)nfaces;
@@ -230,19 +233,19 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
         for (int it = 0; it < iterations; it++) {
             double best = 0.0, best_n[3] = {0.0, 0.0, 0.0};
             int best_j = -1;
-            double reach = -1.0;  /* r + |x - p|, computed at the first bounded collider */
+            double path_len = -1.0;  /* |x - p|, computed at the first bounded collider */
             for (int j = 0; j < k; j++) {
                 const double *c = center + (long)j * dim;
                 const double *R = rotation + (long)j * dim * dim;
                 double xl[3], pl[3], nl[3], depth;
                 if (bound[j] <= DBL_MAX) {
                     double off[3], path[3];
-                    if (reach < 0.0) {
+                    if (path_len < 0.0) {
                         for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
-                        reach = radius[i] + sqrt(dot(path, path, dim));
+                        path_len = sqrt(dot(path, path, dim));
                     }
                     for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
-                    double lim = bound[j] + reach;
+                    double lim = bound[j] + grow[j] * radius[i] + path_len;
                     if (dot(off, off, dim) > lim * lim) continue;
                 }
                 to_local(xl, x, c, R, dim);
@@ -317,13 +320,13 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const int32_t *face_start, const int32_t *face_count,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
-               const double *bound, int n, int k, int nfaces, int dim, int iterations,
-               double h, double rest_speed)
+               const double *bound, const double *grow, int n, int k, int nfaces,
+               int dim, int iterations, double h, double rest_speed)
 {
 #define PS_COLLIDE_ARGS(D) pos, vel, contact_collider, contact_normal, contact_impulse, \
         prev_pos, radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity, \
         restitution, friction, keep, face_start, face_count, face_normal, face_offset, cap_a, \
-        cap_b, cap_radius, bound, n, k, nfaces, D, iterations, h, rest_speed
+        cap_b, cap_radius, bound, grow, n, k, nfaces, D, iterations, h, rest_speed
     if (dim == 2) return collide_impl(PS_COLLIDE_ARGS(2));
     return collide_impl(PS_COLLIDE_ARGS(3));
 #undef PS_COLLIDE_ARGS

@@ -71,8 +71,8 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const int32_t *face_start, const int32_t *face_count,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
-               const double *bound, int n, int k, int nfaces, int dim, int iterations,
-               double h, double rest_speed);
+               const double *bound, const double *grow, int n, int k, int nfaces,
+               int dim, int iterations, double h, double rest_speed);
 
 /* finish.c */
 const char *ps_compile_flags(void);

@@ -167,6 +167,7 @@ def collider_arrays(geometries: list[Any], dim: int) -> dict[str, np.ndarray]:
         "cap_b": np.array([c[1] for c in caps]).reshape(k, dim),
         "cap_radius": np.array([g.cap_radius for g in geometries]),
         "bound": np.array([g.bound for g in geometries]),
+        "grow": np.array([g.grow for g in geometries]),
     }
 
 
@@ -288,7 +289,7 @@ REGISTRY: dict[str, Kernel] = {
                 Arg("face_start", ("k",), np.int32), Arg("face_count", ("k",), np.int32),
                 Arg("face_normal", ("nfaces", "dim")), Arg("face_offset", ("nfaces",)),
                 Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")), Arg("cap_radius", ("k",)),
-                Arg("bound", ("k",))),
+                Arg("bound", ("k",)), Arg("grow", ("k",))),
                ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed"),
                ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse"),
                _sample_collide, check=_check_collide),

@@ -39,7 +39,8 @@ class Geometry:
     cap_radius: float = 0.0
     angle: float = 0.0
     outline: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # local, for drawing
-    bound: float = math.inf  # radius of a sphere around the centre holding the shape
+    bound: float = math.inf  # radius of a sphere around the centre holding the core shape
+    grow: float = 1.0  # how far the shape grown by r reaches beyond bound, per unit r
 
 
 def rotation_2d(angle: float) -> np.ndarray:
@@ -61,10 +62,11 @@ def _rotation_3d(rotation: Any, angle: float) -> np.ndarray:
 
 def _polytope(center: np.ndarray, rotation: np.ndarray, normals: np.ndarray,
               offsets: np.ndarray, angle: float = 0.0, outline: np.ndarray | None = None,
-              bound: float = math.inf) -> Geometry:
+              bound: float = math.inf, grow: float = 1.0) -> Geometry:
     return Geometry(POLYTOPE, center, rotation, np.ascontiguousarray(normals, dtype=np.float64),
                     np.ascontiguousarray(offsets, dtype=np.float64), angle=angle,
-                    outline=np.zeros((0, 2)) if outline is None else outline, bound=bound)
+                    outline=np.zeros((0, 2)) if outline is None else outline, bound=bound,
+                    grow=grow)
 
 
 def _capsule(center: np.ndarray, a: np.ndarray, b: np.ndarray, radius: float) -> Geometry:
@@ -112,7 +114,7 @@ class Disc:
 
     def geometry(self, dim: int) -> Geometry:
         if dim != 2:
-            raise ValueError("Disc is a 2D shape; use Sphere in a 3D world")
+            raise ValueError("shape: Disc is a 2D shape; use Sphere in a 3D world")
         return _ball(self.center, self.radius, dim)
 
 
@@ -125,7 +127,7 @@ class Sphere:
 
     def geometry(self, dim: int) -> Geometry:
         if dim != 3:
-            raise ValueError("Sphere is a 3D shape; use Disc in a 2D world")
+            raise ValueError("shape: Sphere is a 3D shape; use Disc in a 2D world")
         return _ball(self.center, self.radius, dim)
 
 
@@ -180,7 +182,8 @@ class Box:
         corners = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]]) * half[:2]
         return _polytope(c, rot, normals, np.concatenate([half, half]), angle=angle,
                          outline=corners if dim == 2 else None,
-                         bound=float(np.linalg.norm(half)) * (1.0 + 1e-9))
+                         bound=float(np.linalg.norm(half)) * (1.0 + 1e-9),
+                         grow=math.sqrt(dim) * (1.0 + 1e-9))  # a corner moves by r (1, 1[, 1])
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ class Polygon:
 
     def geometry(self, dim: int) -> Geometry:
         if dim != 2:
-            raise ValueError("Polygon is a 2D shape; use Box (or several Planes) in 3D")
+            raise ValueError("shape: Polygon is a 2D shape; use Box (or several Planes) in 3D")
         v = validate.array("vertices", self.vertices, (None, 2))
         if len(v) < 3:
             raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
@@ -208,7 +211,12 @@ class Polygon:
         normals /= np.linalg.norm(normals, axis=1)[:, None]
         offsets = (normals * local).sum(axis=1)
         bound = float(np.linalg.norm(local, axis=1).max()) * (1.0 + 1e-9)
-        return _polytope(center, np.eye(2), normals, offsets, outline=local, bound=bound)
+        # Pushing both faces at a vertex of interior angle alpha out by r moves the
+        # vertex by r / sin(alpha / 2) along its bisector.
+        cos_turn = (normals * np.roll(normals, 1, axis=0)).sum(axis=1).clip(-1.0, 1.0)
+        half_alpha = 0.5 * (math.pi - np.arccos(cos_turn))
+        grow = float((1.0 / np.sin(half_alpha)).max()) * (1.0 + 1e-9)
+        return _polytope(center, np.eye(2), normals, offsets, outline=local, bound=bound, grow=grow)
 
 
 def convex_ccw(v: np.ndarray) -> np.ndarray:

@@ -121,7 +121,8 @@ def collider_table(dim: int) -> Table:
         "tangential_damping": Field((), np.float64), "keep": Field((), np.float64, 1.0),
         "face_start": Field((), np.int32), "face_count": Field((), np.int32),
         "cap_a": vec, "cap_b": vec, "cap_radius": Field((), np.float64),
-        "bound": Field((), np.float64), "entity": Field((), np.int64, -1),
+        "bound": Field((), np.float64), "grow": Field((), np.float64, 1.0),
+        "entity": Field((), np.int64, -1),
     })
 
 

@@ -214,9 +214,9 @@ def _polytope_contact(p: F64, x: F64, r: F64, fn: F64, fo: F64, dim: int) -> tup
     outside, missed = np.zeros(m, bool), np.zeros(m, bool)
     best = np.zeros(m)
     for f in range(len(fo)):
-        d0 = _vdot(fn[f], p, dim) - fo[f] - r
+        d0 = _vdot(fn[f], p, dim) - fo[f]  # against the core: the centre's path
         s1 = _vdot(fn[f], x, dim) - fo[f]
-        d1 = s1 - r
+        d1 = s1
         out = d0 >= 0.0
         outside |= out
         missed |= out & (d1 >= 0.0)
@@ -228,9 +228,9 @@ def _polytope_contact(p: F64, x: F64, r: F64, fn: F64, fo: F64, dim: int) -> tup
         t_out = np.where(leave, t, t_out)
         closer = (near < 0) | (s1 > best)
         best, near = np.where(closer, s1, best), np.where(closer, f, near)
-    swept = ~missed & (f_in >= 0) & ~(t_in > t_out)
-    hit = np.where(outside, swept, best < r)
-    face = np.where(outside, f_in, near)
+    swept = outside & ~missed & (f_in >= 0) & ~(t_in > t_out)
+    hit = swept | (best < r)
+    face = np.where(swept, f_in, near)
     depth, nrm = np.zeros(m), np.zeros((m, dim))
     if hit.any():
         nf = fn[face[hit]]
@@ -264,8 +264,8 @@ def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int)
     rr = R + r
     q = _closest_on_segment(p, a, b, dim)
     mp = p - q
-    outside = _dot(mp, mp, dim) >= rr * rr
-    # swept, for particles that started outside
+    outside = _dot(mp, mp, dim) >= R * R
+    # swept against the core, for particles whose centre started outside it
     d = x - p
     ab = b - a
     l2 = 0.0
@@ -278,21 +278,22 @@ def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int)
         md, ddab = _vdot(ab, m, dim), _vdot(ab, d, dim)
         A = dd - ddab * ddab / l2
         B = 2.0 * (_dot(m, d, dim) - md * ddab / l2)
-        C = _dot(m, m, dim) - md * md / l2 - rr * rr
+        C = _dot(m, m, dim) - md * md / l2 - R * R
         t = _first_root(A, B, C)
         s = (md + t * ddab) / l2
-        t_hit = np.where((t >= 0.0) & (s >= 0.0) & (s <= 1.0), t, t_hit)
+        t_hit = np.where(outside & (t >= 0.0) & (s >= 0.0) & (s <= 1.0), t, t_hit)
     for end in (a, b):
         m = p - end
-        t = _first_root(dd, 2.0 * _dot(m, d, dim), _dot(m, m, dim) - rr * rr)
-        t_hit = np.where((t >= 0.0) & (t < t_hit), t, t_hit)
+        t = _first_root(dd, 2.0 * _dot(m, d, dim), _dot(m, m, dim) - R * R)
+        t_hit = np.where(outside & (t >= 0.0) & (t < t_hit), t, t_hit)
     y = p + t_hit[:, None] * d
     q_swept = _closest_on_segment(y, a, b, dim)
     q_static = _closest_on_segment(x, a, b, dim)
     mx = x - q_static
-    hit = np.where(outside, ~(t_hit > 1.0), _dot(mx, mx, dim) < rr * rr)
-    q = np.where(outside[:, None], q_swept, q_static)
-    m = np.where(outside[:, None], y - q_swept, mx)
+    swept = ~(t_hit > 1.0)
+    hit = swept | (_dot(mx, mx, dim) < rr * rr)
+    q = np.where(swept[:, None], q_swept, q_static)
+    m = np.where(swept[:, None], y - q_swept, mx)
     length = np.sqrt(_dot(m, m, dim))
     axis = np.zeros(dim)
     axis[1] = 1.0
@@ -309,7 +310,8 @@ def collide(
     prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
     rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64, friction: F64,
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
-    cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, n: int, k: int, nfaces: int, dim: int,
+    cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
+    dim: int,
     iterations: int, h: float, rest_speed: float,
 ) -> int:
     """Particles against colliders: swept entry or nearest surface, deepest wins; response."""
@@ -323,10 +325,10 @@ def collide(
         best_j = np.full(len(active), -1)
         best_n = np.zeros((len(active), dim))
         path = x - p0
-        reach = r + np.sqrt(_dot(path, path, dim))
+        path_len = np.sqrt(_dot(path, path, dim))
         for j in range(k):
             off = x - center[j]
-            lim = bound[j] + reach
+            lim = bound[j] + grow[j] * r + path_len
             near = np.flatnonzero(~(_dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
             R = rotation[j]
             xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)

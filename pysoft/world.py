@@ -31,7 +31,7 @@ BACKENDS = ("c", "python")
 _contexts = itertools.count(1)
 COLLIDER_FIELDS = ("kind", "center", "rotation", "velocity", "angular_velocity", "restitution",
                    "friction", "keep", "face_start", "face_count", "cap_a", "cap_b", "cap_radius",
-                   "bound")
+                   "bound", "grow")
 _V = TypeVar("_V", bound=_RowView)
 
 
@@ -356,6 +356,7 @@ class World:
             "velocity": np.zeros(self.dim) if velocity is None else validate.vector(
                 "velocity", velocity, self.dim),
             "cap_radius": geo.cap_radius, "face_count": len(geo.face_offset), "bound": geo.bound,
+            "grow": geo.grow,
         }
         if angular_velocity is not None:
             values["angular_velocity"] = (
