@@ -34,6 +34,16 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 const double *stiffness, const double *damping,
                 int m, int dim);
 
+/* bodies.c */
+void ps_pressure(double *force, const double *pos, const int32_t *outline,
+                 const int32_t *body_start, const int32_t *body_count,
+                 const double *amount, const double *min_area, int nb, int dim);
+void ps_shape_match(double *force, const double *pos, const double *vel,
+                    const double *mass, const double *inv_mass,
+                    const int32_t *members, const double *rest,
+                    const int32_t *body_start, const int32_t *body_count,
+                    const double *stiffness, const double *damping, int nb, int dim);
+
 /* integrate.c */
 void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
                          const double *force, const double *inv_mass,

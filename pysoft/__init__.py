@@ -13,8 +13,19 @@ of a step runs a C kernel (or its NumPy twin) over contiguous Store arrays.
 True
 """
 
-from pysoft import _native
-from pysoft.components import Collider, GravityWell, Particle, Spring
+from pysoft import (
+    _native,
+    build,
+)
+from pysoft.components import (
+    Collider,
+    GravityWell,
+    Particle,
+    Pressure,
+    ShapeMatching,
+    SoftBody,
+    Spring,
+)
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.systems import Priority
 from pysoft.world import INTEGRATORS, Contacts, InstabilityError, World
@@ -34,10 +45,14 @@ __all__ = [
     "Particle",
     "Plane",
     "Polygon",
+    "Pressure",
     "Priority",
     "Segment",
+    "ShapeMatching",
+    "SoftBody",
     "Sphere",
     "Spring",
     "World",
     "__version__",
+    "build",
 ]

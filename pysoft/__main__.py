@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     p_bench.add_argument("--rounds", type=int, default=5)
     p_bench.add_argument("--json", default=None, help="also write the figures to this file")
+    p_bench.add_argument("--markdown", action="store_true", help="also print the README's table")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
@@ -88,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo(args.seconds, args.backend, args.frames)
     from pysoft import bench
 
-    bench.run(tuple(args.sizes), args.rounds, args.json)
+    results = bench.run(tuple(args.sizes), args.rounds, args.json)
+    if args.markdown:
+        print("\n" + bench.markdown(results))
     return 0
 
 

@@ -149,6 +149,41 @@ def bench_kernels(n: int = 10_000, dim: int = 2, rounds: int = 3) -> list[dict[s
     return out
 
 
+def markdown(r: dict[str, Any]) -> str:
+    """The README's benchmark table for the figures ``run`` returned."""
+    sc = {s["particles"]: s for s in r["scenes"]}
+    lines = [f"Measured {r['date']} on {r['machine']} (a shared machine), `{r.get('flags', '')}`:", "",
+             "| particles | springs | build (s) | step (ms) | steps/s | particle-steps/s | ns per spring "
+             "| overhead | C/NumPy |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines.extend(f"| {s['particles']:,} | {s['springs']:,} | {s['build_s']:.2f} | {s['step_ms']:.3f} "
+                 f"| {s['steps_per_s']:,.0f} | {s['particle_steps_per_s'] / 1e6:.1f} M "
+                 f"| {s['ns_per_spring']:.2f} | {s['overhead']:.3f} | {s['c_over_numpy']:.1f}x |"
+                 for s in r["scenes"])
+    big = r["scenes"][-1]
+    passes = ", ".join(f"{k} {v:.3f}" for k, v in big["passes_ms"].items())
+    c, b = r["contacts"], r["small_body"]
+    lines += ["", f"Time per pass at {big['particles']:,} particles (ms per step): {passes}.", "",
+              f"Obstacle course ({c['particles']:,} particles, {c['colliders']} colliders): collide pass "
+              f"{c['collide_ms']:.3f} ms per step, **{c['ns_per_test']:.2f} ns per particle-collider test** "
+              "(most pairs culled by the bounding-sphere test).", "",
+              f"One {b['particles']}-particle spring body, a 60 Hz frame of {b['substeps']} substeps: "
+              f"**{b['frame_us']:.0f} µs**."]
+    if 10_000 in sc and 100_000 in sc:
+        ten, hundred = sc[10_000], sc[100_000]
+        lines += ["", "| target | measured | |", "|---|---|---|",
+                  f"| overhead ≤ 1.15 at 10k and 100k | {ten['overhead']:.3f}, {hundred['overhead']:.3f} "
+                  f"| {'met' if max(ten['overhead'], hundred['overhead']) <= 1.15 else 'NOT met'} |",
+                  f"| C ≥ 5x NumPy at 100k | {hundred['c_over_numpy']:.1f}x "
+                  f"| {'met' if hundred['c_over_numpy'] >= 5 else 'NOT met'} |",
+                  f"| spring pass ≤ 10 ns per spring | {hundred['ns_per_spring']:.2f} ns "
+                  f"| {'met' if hundred['ns_per_spring'] <= 10 else 'NOT met'} |",
+                  f"| build the 100k scene ≤ 3 s | {hundred['build_s']:.2f} s "
+                  f"| {'met' if hundred['build_s'] <= 3 else 'NOT met'} |",
+                  f"| 25-particle body, 8 substeps ≤ 150 µs | {b['frame_us']:.0f} µs "
+                  f"| {'met' if b['frame_us'] <= 150 else 'NOT met'} |"]
+    return "\n".join(lines)
+
+
 def machine() -> str:
     """A one-line description of this machine."""
     import os
@@ -164,7 +199,7 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
     echo(f"pysoft bench -- {time.strftime('%Y-%m-%d')} -- {machine()}")
     echo(f"C core flags: {_native.compile_flags()}")
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
-                               "scenes": [], "kernels": []}
+                               "flags": _native.compile_flags(), "scenes": [], "kernels": []}
     echo("\nscene 'boxes' (dt 1/240 s, 1 substep, symplectic Euler)")
     echo(f"{'particles':>10} {'springs':>8} {'build s':>8} {'step ms':>8} {'steps/s':>9} "
          f"{'Mpart-steps/s':>13} {'ns/spring':>9} {'overhead':>8} {'C/NumPy':>8}")

@@ -96,6 +96,7 @@ class Spring(_RowView):
     rest_length = _Column("rest_length", "Rest length (m).", validate.nonnegative)
     stiffness = _Column("stiffness", "Stiffness k (N/m).", validate.nonnegative)
     damping = _Column("damping", "Damping along the spring axis (N s/m).", validate.nonnegative)
+    max_strain = _Column("max_strain", "Length / rest length at which it breaks (inf: never).")
 
 
 class Collider(_RowView):
@@ -171,3 +172,120 @@ class GravityWell(_RowView):
     def falloff(self) -> int:
         """Exponent of the distance in the denominator (0, 1, 2 or 3)."""
         return int(self.table.arrays["falloff"][self.row])
+
+
+class SoftBody(_RowView):
+    """A body: its member particles, its outline (counter-clockwise), and its models.
+
+    ``particles`` and ``outline`` are entity lists; removing a particle drops
+    it from every body. ``rest`` holds the members' rest offsets from their
+    centroid (shape matching's rest shape).
+    """
+
+    __slots__ = ("models", "outline", "particles", "rest")
+
+    def __init__(self, table: Table, row: int, entity: int, particles: list[int], outline: list[int],
+                 rest: np.ndarray, models: tuple[Any, ...]) -> None:
+        super().__init__(table, row, entity)
+        self.particles = particles
+        self.outline = outline
+        self.rest = rest
+        self.models = models
+
+    @property
+    def pressure(self) -> Pressure | None:
+        """The body's Pressure model, if it has one."""
+        return next((m for m in self.models if isinstance(m, Pressure)), None)
+
+    @property
+    def shape_matching(self) -> ShapeMatching | None:
+        """The body's ShapeMatching model, if it has one."""
+        return next((m for m in self.models if isinstance(m, ShapeMatching)), None)
+
+    def drop(self, particle: int) -> None:
+        """Forget a removed particle."""
+        keep = [i for i, e in enumerate(self.particles) if e != particle]
+        self.particles = [self.particles[i] for i in keep]
+        self.rest = self.rest[keep]
+        self.outline = [e for e in self.outline if e != particle]
+
+
+class _Model:
+    """A body model: holds its parameters until attached, then views the body's row."""
+
+    __slots__ = ("_pending", "row", "table")
+    _fields: tuple[str, ...] = ()
+
+    def __init__(self, **values: float) -> None:
+        self._pending = values
+        self.table: Table | None = None
+        self.row = -1
+
+    def _get(self, field: str) -> float:
+        if self.table is None:
+            return float(self._pending[field])
+        return float(self.table.arrays[field][self.row])
+
+    def _set(self, field: str, value: float) -> None:
+        if self.table is None:
+            self._pending[field] = value
+        else:
+            self.table.arrays[field][self.row] = value
+
+    def attach(self, table: Table, row: int) -> None:
+        """Bind to a body row (World.add_body does this); a model serves one body."""
+        if self.table is not None:
+            raise ValueError(f"this {type(self).__name__} already belongs to a body; make a new one")
+        self.table, self.row = table, row
+        for field, value in self._pending.items():
+            self._set(field, value)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={self._get(f)!r}" for f in self._pending)
+        return f"{type(self).__name__}({args})"
+
+
+class Pressure(_Model):
+    """Ideal-gas pressure: ``amount`` = nRT (J, i.e. N m in 2D); pressure = amount / area."""
+
+    __slots__ = ()
+
+    def __init__(self, amount: float) -> None:
+        super().__init__(amount=validate.nonnegative("amount", amount))
+
+    @property
+    def amount(self) -> float:
+        """nRT (N m in 2D): the pressure is amount / area."""
+        return self._get("amount")
+
+    @amount.setter
+    def amount(self, value: float) -> None:
+        self._set("amount", validate.nonnegative("amount", value))
+
+
+class ShapeMatching(_Model):
+    """Springs to the best-fit rotated rest shape: ``stiffness`` (1/s^2), ``damping`` (1/s)."""
+
+    __slots__ = ()
+
+    def __init__(self, stiffness: float = 200.0, damping: float = 5.0) -> None:
+        super().__init__(match_stiffness=validate.nonnegative("stiffness", stiffness),
+                         match_damping=validate.nonnegative("damping", damping))
+
+    @property
+    def stiffness(self) -> float:
+        """Pull toward the rest shape per metre of offset (1/s^2)."""
+        return self._get("match_stiffness")
+
+    @stiffness.setter
+    def stiffness(self, value: float) -> None:
+        self._set("match_stiffness", validate.nonnegative("stiffness", value))
+
+    @property
+    def damping(self) -> float:
+        """Pull of velocities toward the body's rigid motion (1/s)."""
+        return self._get("match_damping")
+
+    @damping.setter
+    def damping(self, value: float) -> None:
+        self._set("match_damping", validate.nonnegative("damping", value))

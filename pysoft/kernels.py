@@ -223,6 +223,64 @@ def _check_wells(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
         raise ValueError("radial_gravity: well_falloff must be 0..3")
 
 
+def _bodies(rng: np.random.Generator, n: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``nb`` bodies of 3..12 rows each from ``n`` particles (rows may be shared)."""
+    counts = rng.integers(3, 13, nb).astype(np.int32) if n >= 3 else np.zeros(0, dtype=np.int32)
+    starts = (np.cumsum(counts) - counts).astype(np.int32)
+    rows = rng.integers(0, max(n, 1), int(counts.sum())).astype(np.int32)
+    return rows, starts, counts
+
+
+def _ring_positions(rng: np.random.Generator, p: dict[str, Any], rows: np.ndarray, starts: np.ndarray,
+                    counts: np.ndarray) -> None:
+    """Put each body's rows on a noisy counter-clockwise ring (distinct rows per body)."""
+    for s, c in zip(starts, counts, strict=True):
+        body = np.unique(rows[s : s + c])
+        rows[s : s + c] = np.resize(body, c)
+        t = np.linspace(0.0, 2 * np.pi, len(body), endpoint=False)
+        ring = np.stack([np.cos(t), np.sin(t)], axis=1) * rng.uniform(0.3, 1.0) + rng.normal(0, 2, 2)
+        p["pos"][body, :2] = ring + rng.normal(0.0, 0.02, ring.shape)
+
+
+def _sample_pressure(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, 2)
+    rows, starts, counts = _bodies(rng, n, max(1, n // 8))
+    _ring_positions(rng, p, rows, starts, counts)
+    nb = len(counts)
+    min_area = rng.uniform(0.0, 0.05, nb)
+    if nb > 1:
+        min_area[0] = 10.0  # a crushed body: the floor on the area decides
+    return {"force": p["force"], "pos": p["pos"], "outline": rows, "body_start": starts,
+            "body_count": counts, "amount": rng.uniform(0.0, 50.0, nb), "min_area": min_area}
+
+
+def _sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = _particles(rng, n, 2)
+    rows, starts, counts = _bodies(rng, n, max(1, n // 8))
+    _ring_positions(rng, p, rows, starts, counts)
+    nb = len(counts)
+    rest = rng.normal(0.0, 0.5, (len(rows), 2))
+    if nb:
+        rest[starts[0] : starts[0] + counts[0]] = 0.0  # a degenerate rest shape: no rotation
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
+            "inv_mass": p["inv_mass"], "members": rows, "rest": rest, "body_start": starts,
+            "body_count": counts, "stiffness": rng.uniform(0.0, 500.0, nb),
+            "damping": rng.uniform(0.0, 10.0, nb)}
+
+
+def _check_bodies(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]], None]:
+    def check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        start, count, idx = arrays["body_start"], arrays["body_count"], arrays[index]
+        if (count < 0).any() or (start < 0).any() or (start.astype(np.int64) + count > len(idx)).any():
+            raise ValueError(f"body_start/body_count reach outside {index}")
+        if idx.size and (idx.min() < 0 or idx.max() >= sizes["n"]):
+            raise ValueError(f"{index} holds rows outside [0, {sizes['n']})")
+        if sizes.get("dim", 2) != 2 and count.any():
+            raise ValueError("body models are 2D for now (dim must be 2)")
+
+    return check
+
+
 def _sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = _particles(rng, n, dim)
     if n > 4:
@@ -247,6 +305,17 @@ REGISTRY: dict[str, Kernel] = {
                 Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
                 Arg("stiffness", ("m",)), Arg("damping", ("m",))),
                ("m", "dim"), (), ("force",), _sample_springs, index_args=(("pairs", "n"),)),
+        Kernel("pressure",
+               (Arg("force", _P), Arg("pos", _P), Arg("outline", ("e",), np.int32),
+                Arg("body_start", ("b",), np.int32), Arg("body_count", ("b",), np.int32),
+                Arg("amount", ("b",)), Arg("min_area", ("b",))),
+               ("b", "dim"), (), ("force",), _sample_pressure, check=_check_bodies("outline")),
+        Kernel("shape_match",
+               (Arg("force", _P), Arg("pos", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
+                Arg("members", ("e",), np.int32), Arg("rest", ("e", "dim")),
+                Arg("body_start", ("b",), np.int32), Arg("body_count", ("b",), np.int32),
+                Arg("stiffness", ("b",)), Arg("damping", ("b",))),
+               ("b", "dim"), (), ("force",), _sample_shape_match, check=_check_bodies("members")),
         Kernel("symplectic_euler",
                (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("force", _P),
                 Arg("inv_mass", _S)),

@@ -101,7 +101,8 @@ def spring_table() -> Table:
     return Table({
         "ends": Field((2,), np.int64, -1), "pairs": Field((2,), np.int32),
         "rest_length": Field((), np.float64), "stiffness": Field((), np.float64),
-        "damping": Field((), np.float64), "entity": Field((), np.int64, -1),
+        "damping": Field((), np.float64), "max_strain": Field((), np.float64, np.inf),
+        "entity": Field((), np.int64, -1),
     })
 
 
@@ -126,6 +127,15 @@ def collider_table(dim: int) -> Table:
     })
 
 
+def body_table() -> Table:
+    """Soft bodies: the parameters of their models (0 where a body lacks the model)."""
+    return Table({
+        "amount": Field((), np.float64), "min_area": Field((), np.float64),
+        "match_stiffness": Field((), np.float64), "match_damping": Field((), np.float64),
+        "entity": Field((), np.int64, -1),
+    })
+
+
 def well_table(dim: int) -> Table:
     """Radial gravity wells: centre, strength, integer falloff exponent, softening distance."""
     return Table({
@@ -144,6 +154,7 @@ class Store:
         self.springs = spring_table()
         self.colliders = collider_table(dim)
         self.wells = well_table(dim)
+        self.bodies = body_table()
         self.version = 0
         # Row of each particle entity, indexed by entity id (-1: not a particle).
         self.particle_row = np.full(64, -1, dtype=np.int64)

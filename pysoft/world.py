@@ -21,7 +21,16 @@ import esper
 import numpy as np
 
 from pysoft import _native, kernels, snapshot, validate
-from pysoft.components import Collider, GravityWell, Particle, Spring, _RowView
+from pysoft.components import (
+    Collider,
+    GravityWell,
+    Particle,
+    Pressure,
+    ShapeMatching,
+    SoftBody,
+    Spring,
+    _RowView,
+)
 from pysoft.shapes import SHAPES, Shape
 from pysoft.store import Store, Table
 from pysoft.systems import BUILT_IN, Pass
@@ -130,6 +139,7 @@ class World:
         self._last_substep = False
         self._substep = 0
         self._faces = (np.zeros((0, dim)), np.zeros(0))
+        self.broken_springs: list[int] = []
         self.context = context if context is not None else f"pysoft.world.{next(_contexts)}"
         if context is None:
             weakref.finalize(self, _drop_context, self.context)
@@ -289,8 +299,12 @@ class World:
     # -- springs ------------------------------------------------------------
 
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,
-                   rest_length: float | None = None) -> int:
-        """A damped spring between particles ``a`` and ``b``; rest length defaults to their distance."""
+                   rest_length: float | None = None, max_strain: float | None = None) -> int:
+        """A damped spring between particles ``a`` and ``b``; rest length defaults to their distance.
+
+        With ``max_strain`` (length / rest length, > 1) the spring breaks (is
+        removed) at the end of the first step in which it is stretched beyond it.
+        """
         ea = self._component(a, Particle, "particle", "a").entity
         eb = self._component(b, Particle, "particle", "b").entity
         if ea == eb:
@@ -298,10 +312,10 @@ class World:
         rest = None if rest_length is None else [validate.nonnegative("rest_length", rest_length)]
         return self.add_springs([[ea, eb]],
                                 validate.nonnegative("stiffness", stiffness),
-                                validate.nonnegative("damping", damping), rest)[0]
+                                validate.nonnegative("damping", damping), rest, max_strain)[0]
 
     def add_springs(self, pairs: Any, stiffness: Any = 500.0, damping: Any = 2.0,
-                    rest_lengths: Any = None) -> list[int]:
+                    rest_lengths: Any = None, max_strain: Any = None) -> list[int]:
         """Springs in bulk: ``pairs`` is (M, 2) particle entities. Returns their entities."""
         ends = validate.array("pairs", pairs, (None, 2), integral=True)
         m = len(ends)
@@ -323,6 +337,10 @@ class World:
             rest = validate.per_row("rest_lengths", rest_lengths, m)
             if not np.isfinite(rest).all() or (rest < 0).any():
                 raise ValueError("rest_lengths must be finite and >= 0")
+        if max_strain is not None:
+            params["max_strain"] = validate.per_row("max_strain", max_strain, m)
+            if np.isnan(params["max_strain"]).any() or (params["max_strain"] <= 1.0).any():
+                raise ValueError("max_strain must be > 1 (length / rest length at which a spring breaks)")
         table = self.store.springs
         start = table.add(m, ends=ends, pairs=rows.astype(np.int32), rest_length=rest, **params)
         return cast(list[int], self._create_entities(
@@ -404,6 +422,91 @@ class World:
         return Contacts(P.view("entity")[rows].copy(), C.view("entity")[which[rows]].copy(),
                         P.view("contact_normal")[rows].copy(), P.view("contact_impulse")[rows].copy())
 
+    # -- bodies -------------------------------------------------------------
+
+    def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
+                 particles: Sequence[int] | None = None) -> int:
+        """A soft body: ``outline`` particle entities (counter-clockwise; clockwise is reversed),
+        models (``Pressure``, ``ShapeMatching``), and optionally all its ``particles``
+        (default: the outline). Bodies may share particles. 2D for now.
+        """
+        if self.dim != 2:
+            raise ValueError("add_body: body models are 2D for now (this world has dim=3)")
+        ring = self._particle_list("outline", outline)
+        members = ring if particles is None else self._particle_list("particles", particles)
+        if not set(ring) <= set(members):
+            raise ValueError("outline must be a subset of particles")
+        kinds = [type(m) for m in models]
+        for m in models:
+            if not isinstance(m, (Pressure, ShapeMatching)):
+                raise ValueError(f"models must be Pressure or ShapeMatching, got {type(m).__name__}")
+            if m.table is not None:
+                raise ValueError(f"this {type(m).__name__} already belongs to a body; make a new one")
+        if len(set(kinds)) != len(kinds):
+            raise ValueError("models: at most one of each kind per body")
+        pos = self.store.particles.view("pos")
+        area = 0.0
+        if len(ring) >= 3:
+            xy = pos[self.store.rows_of(np.array(ring))]
+            area = 0.5 * float((xy[:, 0] * np.roll(xy[:, 1], -1) - np.roll(xy[:, 0], -1) * xy[:, 1]).sum())
+            if area < 0.0:
+                ring, area = ring[::-1], -area
+        if Pressure in kinds and not area > 0.0:
+            raise ValueError("outline must enclose an area (3 or more particles, not collinear) "
+                             "for Pressure")
+        xy = pos[self.store.rows_of(np.array(members))]
+        rest = xy - xy.mean(axis=0)
+        table = self.store.bodies
+        start = table.add(1, min_area=1e-3 * area)
+        body = self._create_entities(table, start, 1, lambda row: SoftBody(
+            table, row, 0, list(members), list(ring), rest, models))
+        entity = int(body[0])
+        with self._entered():
+            for m in models:
+                m.attach(table, start)
+                esper.add_component(entity, m)
+        return entity
+
+    def _particle_list(self, name: str, entities: Sequence[int]) -> list[int]:
+        ids = validate.array(name, entities, (None,), integral=True)
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError(f"{name} names a particle twice")
+        bad = ids[self.store.rows_of(ids) < 0]
+        if len(bad):
+            raise KeyError(f"{name}: entity {int(bad[0])} is not a live particle of this world")
+        return [int(e) for e in ids]
+
+    def body(self, entity: int) -> SoftBody:
+        """The SoftBody component of ``entity``."""
+        return self._component(entity, SoftBody, "body")
+
+    def _bodies(self) -> list[SoftBody]:
+        return [self.body(int(e)) for e in self.store.bodies.view("entity")]
+
+    # -- springs: strain and tearing -----------------------------------------
+
+    def spring_strain(self, entity: int | None = None) -> Any:
+        """Length / rest length of every spring, in spring row order (inf for rest 0), for
+        stress colours; of one spring if ``entity`` is given."""
+        if entity is not None:
+            return float(self.spring_strain()[self.spring(entity).row])
+        S, pos = self.store.springs, self.store.particles.view("pos")
+        rows = self.store.rows_of(S.view("ends"))
+        length = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(S.view("rest_length") > 0.0, length / S.view("rest_length"), np.inf)
+
+    def _tear(self) -> None:
+        """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``."""
+        self.broken_springs = []
+        S = self.store.springs
+        if not S.n or not np.isfinite(S.view("max_strain")).any():
+            return
+        broken = np.flatnonzero(self.spring_strain() > S.view("max_strain"))
+        self.broken_springs = [int(e) for e in S.view("entity")[broken]]
+        for entity in self.broken_springs:
+            self.remove(entity)
+
     # -- removal ------------------------------------------------------------
 
     def remove(self, entity: int) -> None:
@@ -416,6 +519,8 @@ class World:
             doomed = np.flatnonzero((springs.view("ends") == entity).any(axis=1))
             for row in doomed[::-1]:
                 self._remove_row(int(springs.view("entity")[row]))
+            for body in self._bodies():
+                body.drop(entity)
             self.store.particle_row[entity] = -1
         self._remove_row(entity)
 
@@ -494,6 +599,7 @@ class World:
                     system.process(h)
                     elapsed[i] += perf_counter() - t0
         self.time += dt
+        self._tear()
         self.profile = {getattr(s, "name", type(s).__name__): 1e3 * t
                         for s, t in zip(systems, elapsed, strict=True)}
 
@@ -509,10 +615,11 @@ class World:
     def _bind(self) -> None:
         """Rebuild index arrays and bind every kernel to the current Store arrays."""
         s = self.store
-        P, S, C, W = s.particles, s.springs, s.colliders, s.wells
+        P, S, C, W, B = s.particles, s.springs, s.colliders, s.wells, s.bodies
         S.view("pairs")[:] = s.rows_of(S.view("ends"))
         self._faces = self._gather_faces()
         face_normal, face_offset = self._faces
+        body_arrays = self._gather_bodies()
         v = P.view
         shared = {"mass": v("mass"), "inv_mass": v("inv_mass")}
         bind = kernels.bind
@@ -529,12 +636,21 @@ class World:
                          well_strength=W.view("strength"), well_falloff=W.view("falloff"),
                          well_min_distance=W.view("min_distance"), **shared)
             has_wells = W.n > 0
+            pressure = bind("pressure", be, force=force, pos=pos, **body_arrays["pressure"])
+            matching = bind("shape_match", be, force=force, pos=pos, vel=vel, **shared,
+                            **body_arrays["shape_match"])
+            has_pressure = bool(B.n and body_arrays["pressure"]["body_count"].any())
+            has_matching = bool(B.n and body_arrays["shape_match"]["body_count"].any())
 
             def evaluate() -> None:
                 gravity(self._drag)
                 if has_wells:
                     wells()
                 springs()
+                if has_pressure:
+                    pressure()
+                if has_matching:
+                    matching()
 
             return evaluate
 
@@ -566,6 +682,29 @@ class World:
         b.find_unstable = bind("find_unstable", be, pos=v("pos"), vel=v("vel"))
         self._bound = b
         self._bound_version = s.version
+
+    def _gather_bodies(self) -> dict[str, dict[str, np.ndarray]]:
+        """The body models' concatenated index arrays (empty ranges where a model is absent)."""
+        B, bodies = self.store.bodies, self._bodies()
+        rows_of = self.store.rows_of
+
+        def ranges(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            counts = np.array([len(x) for x in lists], dtype=np.int32)
+            flat = np.concatenate([np.zeros(0, dtype=np.int64)] + [np.asarray(x, np.int64) for x in lists])
+            return rows_of(flat).astype(np.int32), (np.cumsum(counts) - counts).astype(np.int32), counts
+
+        outline, o_start, o_count = ranges(
+            [b.outline if b.pressure is not None and len(b.outline) >= 3 else [] for b in bodies])
+        matched = [b if b.shape_matching is not None else None for b in bodies]
+        members, m_start, m_count = ranges([b.particles if b else [] for b in matched])
+        rest = np.concatenate([np.zeros((0, self.dim))] + [b.rest for b in matched if b is not None])
+        return {
+            "pressure": {"outline": outline, "body_start": o_start, "body_count": o_count,
+                         "amount": B.view("amount"), "min_area": B.view("min_area")},
+            "shape_match": {"members": members, "rest": np.ascontiguousarray(rest),
+                            "body_start": m_start, "body_count": m_count,
+                            "stiffness": B.view("match_stiffness"), "damping": B.view("match_damping")},
+        }
 
     def _gather_faces(self) -> tuple[np.ndarray, np.ndarray]:
         """Concatenate the polytope colliders' local faces in row order; set face_start."""

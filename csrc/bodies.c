@@ -1,0 +1,114 @@
+/* bodies.c -- body models in the force pass: gas pressure and shape matching (2D).
+ *
+ * Bodies are ranges of two concatenated index arrays: outline rows
+ * (counter-clockwise, for pressure) and member rows (for shape matching).
+ *
+ * Pressure (ideal gas, the JellyCar "pressure body", seed 004): a body of
+ * outline area A (exact shoelace formula, A = 1/2 sum x_i y_{i+1} - x_{i+1} y_i)
+ * holding nRT = amount has pressure P = amount / max(A, min_area). Each edge
+ * e = x_{i+1} - x_i feels P |e| along its outward normal (e_y, -e_x)/|e|, half
+ * on each endpoint:  F_i += P/2 (e_y, -e_x),  F_{i+1} += P/2 (e_y, -e_x).
+ * min_area (a small fraction of the rest area) keeps a crushed body finite.
+ *
+ * Shape matching (Mueller et al. 2005, "Meshless deformations based on shape
+ * matching"; seed 000), for members x_i with rest offsets q_i:
+ *     c = mean x_i,  r_i = x_i - c
+ *     the best-fit rotation R (least squares over R q_i ~ r_i) has
+ *     cos = D / L, sin = S / L,  D = sum q_i . r_i,  S = sum q_i x r_i,
+ *     L = sqrt(D^2 + S^2)  (= angle atan2(S, D) = -atan2(sum r x q, sum r . q),
+ *     written without trigonometry so the NumPy twin matches bit for bit);
+ *     F_i += m_i k (c + R q_i - x_i)                    k: stiffness, 1/s^2
+ *     damping toward the rigid motion (mean velocity u plus the best-fit
+ *     angular velocity w = sum r_i x (v_i - u) / sum |r_i|^2):
+ *     F_i += m_i d (u + w x r_i - v_i)                  d: damping, 1/s
+ * A rigidly moved or rotated body feels no force; a body turned inside out
+ * is pulled back to its (unmirrored) rest shape. Immovable members count in
+ * c and u but receive no force.
+ *
+ * Accumulation order: bodies in index order; sums over members or edges in
+ * index order; pressure adds edge j's force to its first endpoint, then its
+ * second. The NumPy twin follows the same order.
+ */
+#include <math.h>
+#include "pysoft.h"
+
+void ps_pressure(double *force, const double *pos, const int32_t *outline,
+                 const int32_t *body_start, const int32_t *body_count,
+                 const double *amount, const double *min_area, int nb, int dim)
+{
+    for (int b = 0; b < nb; b++) {
+        const int32_t *o = outline + body_start[b];
+        int m = body_count[b];
+        double twice = 0.0;
+        for (int j = 0; j < m; j++) {
+            const double *p = pos + (long)o[j] * dim, *q = pos + (long)o[(j + 1) % m] * dim;
+            twice = twice + (p[0] * q[1] - q[0] * p[1]);
+        }
+        double area = 0.5 * twice;
+        double P = amount[b] / (area > min_area[b] ? area : min_area[b]);
+        double half = 0.5 * P;
+        for (int j = 0; j < m; j++) {
+            long i0 = (long)o[j] * dim, i1 = (long)o[(j + 1) % m] * dim;
+            double fx = half * (pos[i1 + 1] - pos[i0 + 1]);
+            double fy = half * -(pos[i1] - pos[i0]);
+            force[i0] += fx;
+            force[i0 + 1] += fy;
+            force[i1] += fx;
+            force[i1 + 1] += fy;
+        }
+    }
+}
+
+void ps_shape_match(double *force, const double *pos, const double *vel,
+                    const double *mass, const double *inv_mass,
+                    const int32_t *members, const double *rest,
+                    const int32_t *body_start, const int32_t *body_count,
+                    const double *stiffness, const double *damping, int nb, int dim)
+{
+    for (int b = 0; b < nb; b++) {
+        const int32_t *idx = members + body_start[b];
+        const double *q = rest + (long)body_start[b] * dim;
+        int m = body_count[b];
+        if (m == 0) continue;
+        double cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
+        for (int j = 0; j < m; j++) {
+            const double *x = pos + (long)idx[j] * dim, *v = vel + (long)idx[j] * dim;
+            cx = cx + x[0];
+            cy = cy + x[1];
+            ux = ux + v[0];
+            uy = uy + v[1];
+        }
+        cx = cx / m;
+        cy = cy / m;
+        ux = ux / m;
+        uy = uy / m;
+        double D = 0.0, S = 0.0, L = 0.0, rr = 0.0;
+        for (int j = 0; j < m; j++) {
+            const double *x = pos + (long)idx[j] * dim, *v = vel + (long)idx[j] * dim;
+            double rx = x[0] - cx, ry = x[1] - cy;
+            D = D + (q[2 * j] * rx + q[2 * j + 1] * ry);
+            S = S + (q[2 * j] * ry - q[2 * j + 1] * rx);
+            L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
+            rr = rr + (rx * rx + ry * ry);
+        }
+        double len = sqrt(D * D + S * S);
+        double co = 1.0, si = 0.0;
+        if (len > 0.0) {
+            co = D / len;
+            si = S / len;
+        }
+        double w = rr > 0.0 ? L / rr : 0.0;
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            if (inv_mass[i] == 0.0) continue;
+            const double *x = pos + i * dim, *v = vel + i * dim;
+            double rx = x[0] - cx, ry = x[1] - cy;
+            double tx = cx + (co * q[2 * j] - si * q[2 * j + 1]);
+            double ty = cy + (si * q[2 * j] + co * q[2 * j + 1]);
+            double gx = ux + -w * ry, gy = uy + w * rx;
+            double mk = mass[i] * stiffness[b], md = mass[i] * damping[b];
+            force[i * dim] += mk * (tx - x[0]) + md * (gx - v[0]);
+            force[i * dim + 1] += mk * (ty - x[1]) + md * (gy - v[1]);
+        }
+    }
+}
