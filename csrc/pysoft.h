@@ -70,6 +70,16 @@ void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
 void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
                       const double *inv_mass, int n, int dim, double h);
 
+/* constraints.c */
+void ps_xpbd_distance(double *pos, double *vel, const double *inv_mass,
+                      const int32_t *pairs, const double *rest_length,
+                      const double *compliance, const int32_t *order,
+                      const int32_t *batch_start, int m, int nbatch, int dim, double h);
+void ps_xpbd_volume(double *pos, double *vel, const double *inv_mass,
+                    const int32_t *simplices, const double *rest_volume,
+                    const double *compliance, const int32_t *order,
+                    const int32_t *batch_start, int m, int nbatch, int dim, double h);
+
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse,

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
 HEADER = CSRC / "pysoft.h"
 # One C file per pass, in step order.
-SOURCES = ["forces.c", "bodies.c", "integrate.c", "collide.c", "finish.c"]
+SOURCES = ["forces.c", "bodies.c", "integrate.c", "constraints.c", "collide.c", "finish.c"]
 # Determinism: no fused multiply-add, never -ffast-math (DESIGN.md).
 COMPILE_FLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"]
 

@@ -174,6 +174,41 @@ class GravityWell(_RowView):
         return int(self.table.arrays["falloff"][self.row])
 
 
+class DistanceConstraint(_RowView):
+    """An XPBD distance constraint between particles ``a`` and ``b``."""
+
+    __slots__ = ()
+
+    rest_length = _Column("rest_length", "Rest length (m).", validate.nonnegative)
+    compliance = _Column("compliance", "Compliance (m/N): 0 is rigid, 1/k is a spring of k.",
+                         validate.nonnegative)
+
+    @property
+    def a(self) -> int:
+        """First endpoint (particle entity)."""
+        return int(self.table.arrays["ends"][self.row, 0])
+
+    @property
+    def b(self) -> int:
+        """Second endpoint (particle entity)."""
+        return int(self.table.arrays["ends"][self.row, 1])
+
+
+class VolumeConstraint(_RowView):
+    """An XPBD constraint on a simplex's signed area (2D triangle) or volume (3D tetrahedron)."""
+
+    __slots__ = ()
+
+    rest_volume = _Column("rest_volume", "Rest area (m^2, 2D) or volume (m^3, 3D), signed.")
+    compliance = _Column("compliance", "Compliance: 0 keeps the area or volume exactly.",
+                         validate.nonnegative)
+
+    @property
+    def particles(self) -> list[int]:
+        """The simplex's particle entities."""
+        return [int(e) for e in self.table.arrays["ends"][self.row]]
+
+
 class SoftBody(_RowView):
     """A body: its member particles, its outline (counter-clockwise), and its models.
 

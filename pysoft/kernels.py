@@ -281,6 +281,52 @@ def _check_bodies(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]
     return check
 
 
+def _colored(rows: np.ndarray) -> dict[str, np.ndarray]:
+    from pysoft.coloring import batches
+
+    order, batch_start = batches(rows)
+    return {"order": order, "batch_start": batch_start}
+
+
+def _sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    m = 0 if n < 2 else 2 * n
+    pairs = rng.integers(0, max(n, 1), (m, 2)).astype(np.int32)
+    if m:
+        same = pairs[:, 0] == pairs[:, 1]
+        pairs[same, 1] = (pairs[same, 0] + 1) % n
+        s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
+    return {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "pairs": pairs,
+            "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
+                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **_colored(pairs), "h": s["h"]}
+
+
+def _sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = _sample_step(rng, n, dim)
+    k = dim + 1
+    m = 0 if n < k else 2 * n
+    simplices = np.array([rng.choice(n, k, replace=False) for _ in range(m)], dtype=np.int32).reshape(m, k)
+    from pysoft.twins import _simplex
+
+    rest = _simplex(s["pos"], simplices, dim)[0] * rng.uniform(0.8, 1.2, m)
+    if m:
+        s["pos"][simplices[0]] = s["pos"][simplices[0][0]]  # a collapsed simplex: no gradient
+    return {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "simplices": simplices,
+            "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
+            **_colored(simplices), "h": s["h"]}
+
+
+def _check_batches(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]], None]:
+    def check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        order, start, m = arrays["order"], arrays["batch_start"], len(arrays[index])
+        if len(order) != m or (m and not np.array_equal(np.sort(order), np.arange(m))):
+            raise ValueError("order must be a permutation of the constraints")
+        if len(start) < 1 or start[0] != 0 or start[-1] != m or (np.diff(start) < 0).any():
+            raise ValueError("batch_start must rise from 0 to the constraint count")
+
+    return check
+
+
 def _sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = _particles(rng, n, dim)
     if n > 4:
@@ -347,6 +393,19 @@ REGISTRY: dict[str, Kernel] = {
         Kernel("xpbd_velocity",
                (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
                ("n", "dim"), ("h",), ("vel",), _sample_xpbd_velocity),
+        Kernel("xpbd_distance",
+               (Arg("pos", _P), Arg("vel", _P), Arg("inv_mass", _S), Arg("pairs", ("m", 2), np.int32),
+                Arg("rest_length", ("m",)), Arg("compliance", ("m",)),
+                Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.int32)),
+               ("m", "nbatch", "dim"), ("h",), ("pos", "vel"), _sample_xpbd_distance,
+               index_args=(("pairs", "n"),), check=_check_batches("pairs")),
+        Kernel("xpbd_volume",
+               (Arg("pos", _P), Arg("vel", _P), Arg("inv_mass", _S),
+                Arg("simplices", ("m", "dim+1"), np.int32), Arg("rest_volume", ("m",)),
+                Arg("compliance", ("m",)), Arg("order", ("m",), np.int32),
+                Arg("batch_start", ("nbatch+1",), np.int32)),
+               ("m", "nbatch", "dim"), ("h",), ("pos", "vel"), _sample_xpbd_volume,
+               index_args=(("simplices", "n"),), check=_check_batches("simplices")),
         Kernel("collide",
                (Arg("pos", _P), Arg("vel", _P), Arg("contact_collider", _S, np.int32),
                 Arg("contact_normal", _P), Arg("contact_impulse", _S), Arg("prev_pos", _P),
@@ -393,7 +452,15 @@ def _resolve(kernel: Kernel, arrays: dict[str, np.ndarray]) -> dict[str, int]:
         if arg.name in kernel.writes and not a.flags.writeable:
             raise ValueError(f"{kernel.name}: {arg.name} is written and must be writeable")
         for sym, size in zip(arg.shape, a.shape, strict=True):
-            want = sym if isinstance(sym, int) else sizes.setdefault(sym, size)
+            if isinstance(sym, str) and sym.endswith("+1"):  # e.g. batch_start: nbatch + 1 rows
+                base = sym[:-2]
+                if base in sizes:
+                    want = sizes[base] + 1
+                else:
+                    sizes[base] = size - 1
+                    want = size
+            else:
+                want = sym if isinstance(sym, int) else sizes.setdefault(sym, size)
             if size != want:
                 raise ValueError(f"{kernel.name}: {arg.name} has shape {a.shape}; "
                                  f"axis {sym!r} must be {want}")

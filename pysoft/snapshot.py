@@ -39,6 +39,9 @@ _TABLES = {
     "colliders": ("center", "rotation", "angle", "velocity", "angular_velocity", "restitution",
                   "friction", "tangential_damping"),
     "wells": ("center", "strength", "falloff", "min_distance"),
+    "distances": ("rest_length", "compliance"),
+    "volumes": ("rest_volume", "compliance"),
+    "bodies": ("amount", "min_area", "match_stiffness", "match_damping"),
 }
 
 
@@ -53,7 +56,8 @@ def _arrays(world: World) -> dict[str, np.ndarray]:
         table = getattr(s, table_name)
         for name, arr in table.snapshot_fields(("entity", *fields)).items():
             out[f"{table_name}.{name}"] = arr
-    out["springs.ends"] = s.springs.view("ends").copy()
+    for table in ("springs", "distances", "volumes"):
+        out[f"{table}.ends"] = getattr(s, table).view("ends").copy()
     return out
 
 
@@ -113,7 +117,8 @@ def unpack(world: World, blob: Any) -> None:
             raise ValueError(f"blob does not match this world's topology ({name}: "
                              f"{arrays[name].shape} vs {arr.shape})")
     for name in ("particles.entity", "springs.entity", "colliders.entity", "wells.entity",
-                 "springs.ends"):
+                 "distances.entity", "volumes.entity", "bodies.entity", "springs.ends",
+                 "distances.ends", "volumes.ends"):
         if not np.array_equal(arrays[name], current[name]):
             raise ValueError(f"blob does not match this world's topology ({name} differ)")
     for table_name, fields in _TABLES.items():

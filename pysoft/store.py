@@ -127,6 +127,24 @@ def collider_table(dim: int) -> Table:
     })
 
 
+def distance_table() -> Table:
+    """XPBD distance constraints: endpoint entities and rows, rest length, compliance (m/N)."""
+    return Table({
+        "ends": Field((2,), np.int64, -1), "pairs": Field((2,), np.int32),
+        "rest_length": Field((), np.float64), "compliance": Field((), np.float64),
+        "entity": Field((), np.int64, -1),
+    })
+
+
+def volume_table(dim: int) -> Table:
+    """XPBD volume constraints over simplices (triangles in 2D, tetrahedra in 3D)."""
+    return Table({
+        "ends": Field((dim + 1,), np.int64, -1), "simplices": Field((dim + 1,), np.int32),
+        "rest_volume": Field((), np.float64), "compliance": Field((), np.float64),
+        "entity": Field((), np.int64, -1),
+    })
+
+
 def body_table() -> Table:
     """Soft bodies: the parameters of their models (0 where a body lacks the model)."""
     return Table({
@@ -155,6 +173,10 @@ class Store:
         self.colliders = collider_table(dim)
         self.wells = well_table(dim)
         self.bodies = body_table()
+        self.distances = distance_table()
+        self.volumes = volume_table(dim)
+        # Tables whose "ends" name particles: removing a particle removes their rows.
+        self.linked = (self.springs, self.distances, self.volumes)
         self.version = 0
         # Row of each particle entity, indexed by entity id (-1: not a particle).
         self.particle_row = np.full(64, -1, dtype=np.int64)

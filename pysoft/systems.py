@@ -111,7 +111,8 @@ class Integrate(Pass):
 
 
 class Constraints(Pass):
-    """Constraint projection; with XPBD, then the velocity update v = (x - p) / h.
+    """XPBD distance, then volume constraints (velocities follow the corrections); with the
+    "xpbd" integrator, then the velocity update v = (x - p) / h.
 
     The velocity update runs here, before collisions, so that the collide
     pass's restitution and friction act on the final velocities (DESIGN.md
@@ -122,8 +123,14 @@ class Constraints(Pass):
     default_priority = Priority.CONSTRAINTS
 
     def process(self, h: float) -> None:
+        b = self.world._bound
+        distances, volumes = b.constraints
+        if distances:
+            b.xpbd_distance(h)
+        if volumes:
+            b.xpbd_volume(h)
         if self.world._integrator == "xpbd":
-            self.world._bound.xpbd_velocity(h)
+            b.xpbd_velocity(h)
 
 
 class Collide(Pass):

@@ -21,14 +21,17 @@ import esper
 import numpy as np
 
 from pysoft import _native, kernels, snapshot, validate
+from pysoft.coloring import batches
 from pysoft.components import (
     Collider,
+    DistanceConstraint,
     GravityWell,
     Particle,
     Pressure,
     ShapeMatching,
     SoftBody,
     Spring,
+    VolumeConstraint,
     _RowView,
 )
 from pysoft.shapes import SHAPES, Shape
@@ -422,6 +425,81 @@ class World:
         return Contacts(P.view("entity")[rows].copy(), C.view("entity")[which[rows]].copy(),
                         P.view("contact_normal")[rows].copy(), P.view("contact_impulse")[rows].copy())
 
+    # -- XPBD constraints -----------------------------------------------------
+
+    def add_distance_constraint(self, a: int, b: int, compliance: float = 0.0,
+                                rest_length: float | None = None) -> int:
+        """An XPBD distance constraint (compliance in m/N; 0 is rigid); rest length defaults
+        to the current distance."""
+        ea = self._component(a, Particle, "particle", "a").entity
+        eb = self._component(b, Particle, "particle", "b").entity
+        if ea == eb:
+            raise ValueError(f"b must be a different particle from a (both are entity {ea})")
+        rest = None if rest_length is None else [validate.nonnegative("rest_length", rest_length)]
+        return self.add_distance_constraints([[ea, eb]], validate.nonnegative("compliance", compliance),
+                                             rest)[0]
+
+    def add_distance_constraints(self, pairs: Any, compliance: Any = 0.0,
+                                 rest_lengths: Any = None) -> list[int]:
+        """XPBD distance constraints in bulk over (M, 2) particle entities."""
+        ends, rows = self._linked_rows("pairs", pairs, 2)
+        alpha = self._nonnegative_rows("compliance", compliance, len(ends))
+        if rest_lengths is None:
+            pos = self.store.particles.view("pos")
+            rest = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
+        else:
+            rest = self._nonnegative_rows("rest_lengths", rest_lengths, len(ends))
+        table = self.store.distances
+        start = table.add(len(ends), ends=ends, pairs=rows, rest_length=rest, compliance=alpha)
+        return cast(list[int], self._create_entities(
+            table, start, len(ends), lambda row: DistanceConstraint(table, row, 0)).tolist())
+
+    def add_volume_constraint(self, particles: Sequence[int], compliance: float = 0.0) -> int:
+        """An XPBD constraint keeping a triangle's area (2D: 3 particles) or a tetrahedron's
+        volume (3D: 4 particles) at its current signed value."""
+        return self.add_volume_constraints([list(particles)],
+                                           validate.nonnegative("compliance", compliance))[0]
+
+    def add_volume_constraints(self, simplices: Any, compliance: Any = 0.0) -> list[int]:
+        """Volume constraints in bulk over (M, dim + 1) particle entities."""
+        ends, rows = self._linked_rows("simplices", simplices, self.dim + 1)
+        alpha = self._nonnegative_rows("compliance", compliance, len(ends))
+        from pysoft.twins import _simplex
+
+        rest = _simplex(self.store.particles.view("pos"), rows, self.dim)[0]
+        if len(rest) and not (np.abs(rest) > 0.0).all():
+            raise ValueError("simplices: a simplex has zero area/volume (collinear or coplanar points)")
+        table = self.store.volumes
+        start = table.add(len(ends), ends=ends, simplices=rows, rest_volume=rest, compliance=alpha)
+        return cast(list[int], self._create_entities(
+            table, start, len(ends), lambda row: VolumeConstraint(table, row, 0)).tolist())
+
+    def _linked_rows(self, name: str, value: Any, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Validated (M, width) particle entities (distinct within a row) and their rows."""
+        ends = validate.array(name, value, (None, width), integral=True)
+        rows = self.store.rows_of(ends)
+        if (rows < 0).any():
+            raise KeyError(f"{name}: entity {int(ends[rows < 0][0])} is not a live particle of this world")
+        srt = np.sort(ends, axis=1)
+        if (srt[:, 1:] == srt[:, :-1]).any():
+            raise ValueError(f"{name}: a constraint needs {width} different particles")
+        return ends, rows.astype(np.int32)
+
+    @staticmethod
+    def _nonnegative_rows(name: str, value: Any, m: int) -> np.ndarray:
+        out = validate.per_row(name, value, m)
+        if not np.isfinite(out).all() or (out < 0).any():
+            raise ValueError(f"{name} must be finite and >= 0")
+        return out
+
+    def distance_constraint(self, entity: int) -> DistanceConstraint:
+        """The DistanceConstraint component of ``entity``."""
+        return self._component(entity, DistanceConstraint, "distance constraint")
+
+    def volume_constraint(self, entity: int) -> VolumeConstraint:
+        """The VolumeConstraint component of ``entity``."""
+        return self._component(entity, VolumeConstraint, "volume constraint")
+
     # -- bodies -------------------------------------------------------------
 
     def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
@@ -515,10 +593,10 @@ class World:
         if component is None:
             raise KeyError(f"entity {entity} is not a live entity of this world")
         if isinstance(component, Particle):
-            springs = self.store.springs
-            doomed = np.flatnonzero((springs.view("ends") == entity).any(axis=1))
-            for row in doomed[::-1]:
-                self._remove_row(int(springs.view("entity")[row]))
+            for table in self.store.linked:
+                doomed = np.flatnonzero((table.view("ends") == entity).any(axis=1))
+                for row in doomed[::-1]:
+                    self._remove_row(int(table.view("entity")[row]))
             for body in self._bodies():
                 body.drop(entity)
             self.store.particle_row[entity] = -1
@@ -616,7 +694,9 @@ class World:
         """Rebuild index arrays and bind every kernel to the current Store arrays."""
         s = self.store
         P, S, C, W, B = s.particles, s.springs, s.colliders, s.wells, s.bodies
-        S.view("pairs")[:] = s.rows_of(S.view("ends"))
+        D, V = s.distances, s.volumes
+        for table, rows in ((S, "pairs"), (D, "pairs"), (V, "simplices")):
+            table.view(rows)[:] = s.rows_of(table.view("ends"))
         self._faces = self._gather_faces()
         face_normal, face_offset = self._faces
         body_arrays = self._gather_bodies()
@@ -679,6 +759,15 @@ class World:
                          contact_impulse=v("contact_impulse"), prev_pos=v("prev_pos"),
                          radius=v("radius"), face_normal=face_normal, face_offset=face_offset,
                          **shared, **{name: C.view(name) for name in COLLIDER_FIELDS})
+        d_order, d_batches = batches(D.view("pairs"))
+        v_order, v_batches = batches(V.view("simplices"))
+        b.xpbd_distance = bind("xpbd_distance", be, pos=v("pos"), vel=v("vel"), inv_mass=v("inv_mass"),
+                               pairs=D.view("pairs"), rest_length=D.view("rest_length"),
+                               compliance=D.view("compliance"), order=d_order, batch_start=d_batches)
+        b.xpbd_volume = bind("xpbd_volume", be, pos=v("pos"), vel=v("vel"), inv_mass=v("inv_mass"),
+                             simplices=V.view("simplices"), rest_volume=V.view("rest_volume"),
+                             compliance=V.view("compliance"), order=v_order, batch_start=v_batches)
+        b.constraints = (D.n > 0, V.n > 0)
         b.find_unstable = bind("find_unstable", be, pos=v("pos"), vel=v("vel"))
         self._bound = b
         self._bound_version = s.version
