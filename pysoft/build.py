@@ -1,17 +1,21 @@
 """Builders: a few arguments in, a stable soft body out (``pysoft.build.box(world, ...)``).
 
 Every builder returns the body entity. ``model`` picks how the body holds
-its shape: ``"springs"`` (a spring lattice), ``"pressure"`` (gas inside the
-outline), ``"shape_matching"`` (pull toward the best-fit rest shape), or
-several of them as a tuple or ``"springs+pressure"``. Defaults are stable at
+its shape: ``"springs"`` (a spring lattice), ``"xpbd"`` (the same lattice as
+XPBD distance constraints, plus area constraints on its triangles where the
+builder has them), ``"pressure"`` (gas inside the outline),
+``"shape_matching"`` (pull toward the best-fit rest shape), or several of
+them as a tuple or ``"springs+pressure"``. Defaults are stable at
 the World's default dt (1/60 s) and substeps (8): spring stiffness scales with
 particle mass (k/m = 5000 s^-2) and damping gives a damping ratio of about 0.2.
 A gas body bounces almost elastically (its edge springs barely change length
-as it flattens), so pressure bodies without shape matching also get
-``wobble_damping`` (1/s): ShapeMatching with stiffness 0, which damps motion
-relative to the body's rigid motion and leaves its flight and spin alone.
-``"xpbd"`` bodies need XPBD constraints, which are not implemented yet: asking
-for them raises ValueError rather than building something else.
+as it flattens) and XPBD constraints carry no damping of their own, so
+pressure and XPBD bodies without shape matching also get ``wobble_damping``
+(1/s): ShapeMatching with stiffness 0, which damps motion relative to the
+body's rigid motion and leaves its flight and spin alone.
+XPBD bodies take ``compliance`` (m/N, default 1e-5: stiff) for their
+distance constraints and ``area_compliance`` (default 0: area kept) for
+their triangles.
 """
 
 from __future__ import annotations
@@ -27,15 +31,13 @@ from pysoft.components import Pressure, ShapeMatching
 from pysoft.scenes import grid_pairs
 from pysoft.world import World
 
-MODELS = ("springs", "pressure", "shape_matching")
+MODELS = ("springs", "xpbd", "pressure", "shape_matching")
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
 
 
 def _models(model: str | Sequence[str]) -> set[str]:
     names = model.split("+") if isinstance(model, str) else list(model)
     for name in names:
-        if name == "xpbd":
-            raise ValueError("model 'xpbd' needs XPBD constraints, which pysoft does not have yet")
         if name not in MODELS:
             raise ValueError(f"model must be one or more of {MODELS}, got {name!r}")
     if not names:
@@ -51,19 +53,26 @@ def _spring_defaults(mass: float, stiffness: float | None, damping: float | None
 
 def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
             models: set[str], k: float, c: float, amount: float | None, match: tuple[float, float],
-            wobble_damping: float = 0.0) -> int:
-    """Springs (the lattice if asked for; outline edges always, for pressure bodies) and the body."""
-    lattice = pairs if "springs" in models else np.zeros((0, 2), dtype=np.int64)
-    if "pressure" in models and "springs" not in models:  # a gas bag still needs a skin
-        lattice = np.stack([outline, np.roll(outline, -1)], axis=1)
-    if len(lattice):
-        world.add_springs(entities[lattice], stiffness=k, damping=c)
+            wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
+            compliance: float = 1e-5, area_compliance: float = 0.0) -> int:
+    """The lattice as springs and/or XPBD constraints (outline edges at least, for a gas bag)
+    and the body with its models."""
+    if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
+        pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
+    if "springs" in models and len(pairs):
+        world.add_springs(entities[pairs], stiffness=k, damping=c)
+    if "xpbd" in models:
+        if len(pairs):
+            world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
+        if triangles is not None and len(triangles):
+            world.add_volume_constraints(entities[triangles],
+                                         validate.nonnegative("area_compliance", area_compliance))
     chosen: list[Any] = []
     if "pressure" in models:
         chosen.append(Pressure(0.0 if amount is None else amount))
     if "shape_matching" in models:
         chosen.append(ShapeMatching(*match))
-    elif "pressure" in models and validate.nonnegative("wobble_damping", wobble_damping) > 0:
+    elif {"pressure", "xpbd"} & models and validate.nonnegative("wobble_damping", wobble_damping) > 0:
         chosen.append(ShapeMatching(stiffness=0.0, damping=wobble_damping))
     return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist())
 
@@ -72,7 +81,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
         cells: Sequence[int] = (4, 4), model: str | Sequence[str] = "springs", mass: float = 1.0,
         stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-        radius: float = 0.0) -> int:
+        compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0) -> int:
     """A box of (cells + 1) particles per side with structural and diagonal springs (seed 002).
 
     ``mass`` is the whole body's (kg); ``amount`` (pressure, N m) defaults to
@@ -99,8 +108,12 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     entities = np.asarray(world.add_particles(pos, masses=m, radii=radius), dtype=np.int64)
     if amount is None:
         amount = 4.0 * mass * 9.81 * h
+    a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles
+    c_, d_ = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
+    triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
     return _finish(world, entities, outline, pairs, models, k, d, amount,
-                   (match_stiffness, match_damping), wobble_damping)
+                   (match_stiffness, match_damping), wobble_damping, triangles, compliance,
+                   area_compliance)
 
 
 def _ring(world: World, center: Sequence[float], radius: float, segments: int, mass: float,
@@ -118,7 +131,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            segments: int = 16, model: str | Sequence[str] = "springs", mass: float = 1.0,
            stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
            match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-           particle_radius: float = 0.0) -> int:
+           compliance: float = 1e-5, particle_radius: float = 0.0) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
     steps and to the opposite one."""
     models = _models(model)
@@ -133,7 +146,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     if amount is None:
         amount = 4.0 * mass * 9.81 * 2 * r
     return _finish(world, entities, i, pairs, models, k, d, amount, (match_stiffness, match_damping),
-                   wobble_damping)
+                   wobble_damping, compliance=compliance)
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -186,9 +199,12 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
 def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float] = (1.0, 2.0),
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, bending: float = 0.0, pin: Sequence[str] = ("start",),
-         particle_radius: float = 0.0) -> int:
-    """A chain of springs from ``start`` to ``end``; ``bending`` (N/m) adds springs that skip one
-    particle; ``pin`` may name "start" and/or "end"."""
+         model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0) -> int:
+    """A chain from ``start`` to ``end`` of springs (``model="springs"``) or XPBD distance
+    constraints (``model="xpbd"``, ``compliance`` m/N, 0: inextensible); ``bending`` (N/m)
+    adds springs that skip one particle; ``pin`` may name "start" and/or "end"."""
+    if model not in ("springs", "xpbd"):
+        raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
     a = validate.vector("start", start, 2)
     b = validate.vector("end", end, 2)
     n = validate.integer("segments", segments, 1) + 1
@@ -203,8 +219,129 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     entities = np.asarray(world.add_particles(a + t * (b - a), masses=m, radii=particle_radius,
                                               pinned=pinned), dtype=np.int64)
     i = np.arange(n - 1)
-    world.add_springs(entities[np.stack([i, i + 1], 1)], stiffness=k, damping=d)
+    links = entities[np.stack([i, i + 1], 1)]
+    if model == "xpbd":
+        world.add_distance_constraints(links, validate.nonnegative("compliance", compliance))
+    else:
+        world.add_springs(links, stiffness=k, damping=d)
     if validate.nonnegative("bending", bending) > 0 and n > 2:
         j = np.arange(n - 2)
         world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d)
     return world.add_body(entities.tolist())
+
+
+def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float] = (1.0, 1.0),
+          cells: Sequence[int] = (10, 10), pin: str | Sequence[int] = "top corners",
+          model: str = "xpbd", mass: float = 0.5, compliance: float = 1e-6,
+          stiffness: float | None = None, damping: float | None = None,
+          particle_radius: float = 0.0) -> int:
+    """A net of (cells + 1)^2 particles with structural and shear links, hanging from pinned points.
+
+    ``pin``: "top corners", "top" (the whole top row), "none", or particle indices
+    (row-major, x fastest, row 0 at the bottom). ``model``: "xpbd" (distance
+    constraints of ``compliance``) or "springs".
+    """
+    if model not in ("springs", "xpbd"):
+        raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
+    c = validate.vector("center", center, 2)
+    w, h = validate.vector("size", size, 2)
+    if not (w > 0 and h > 0):
+        raise ValueError("size must be > 0 in both directions")
+    nx, ny = (validate.integer("cells", n, 1) + 1 for n in cells)
+    idx = np.arange(nx * ny).reshape(ny, nx)
+    if isinstance(pin, str):
+        chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
+        if pin not in chosen:
+            raise ValueError(f"pin must be 'top corners', 'top', 'none' or indices, got {pin!r}")
+        pinned_rows = np.array(chosen[pin], dtype=np.int64)
+    else:
+        pinned_rows = validate.array("pin", pin, (None,), integral=True)
+        if len(pinned_rows) and (pinned_rows.min() < 0 or pinned_rows.max() >= nx * ny):
+            raise ValueError(f"pin indices must be in [0, {nx * ny})")
+    m = validate.positive("mass", mass) / (nx * ny)
+    k, d = _spring_defaults(m, stiffness, damping)
+    gx, gy = np.linspace(-w / 2, w / 2, nx), np.linspace(-h / 2, h / 2, ny)
+    pos = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2) + c
+    pinned = np.zeros(nx * ny, dtype=bool)
+    pinned[pinned_rows] = True
+    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius, pinned=pinned),
+                          dtype=np.int64)
+    outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
+    return _finish(world, entities, outline, grid_pairs(nx, ny), {model}, k, d, None, (0.0, 0.0),
+                   compliance=compliance)
+
+
+def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
+            mass: float = 1.0, segment: float | None = None, stiffness: float | None = None,
+            damping: float | None = None, amount: float | None = None,
+            match_stiffness: float = 2000.0, match_damping: float = 20.0,
+            wobble_damping: float = 8.0, compliance: float = 1e-5, area_compliance: float = 0.0,
+            particle_radius: float = 0.0) -> int:
+    """Any simple polygon outline (counter-clockwise or not), triangulated with mapbox-earcut.
+
+    Edges longer than ``segment`` (m) are subdivided first. The triangulation's
+    edges become springs (``"springs"``) or distance constraints (``"xpbd"``,
+    which also keeps every triangle's area); ``"pressure"`` and
+    ``"shape_matching"`` work as for the other builders.
+    """
+    import mapbox_earcut
+
+    models = _models(model)
+    v = validate.array("vertices", vertices, (None, 2))
+    if len(v) < 3:
+        raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
+    if segment is not None:
+        v = _subdivide(v, validate.positive("segment", segment))
+    twice = float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
+    if not abs(twice) > 0.0:
+        raise ValueError("vertices enclose no area")
+    if twice < 0.0:
+        v = v[::-1].copy()
+    if _self_intersects(v):
+        raise ValueError("vertices must form a simple polygon (its edges cross)")
+    tri = np.asarray(mapbox_earcut.triangulate_float64(v, np.array([len(v)], dtype=np.uint32)),
+                     dtype=np.int64).reshape(-1, 3)
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    cw = ((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]) < 0.0
+    tri[cw] = tri[cw][:, ::-1]
+    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+    edges = np.unique(edges, axis=0)
+    m = validate.positive("mass", mass) / len(v)
+    k, d = _spring_defaults(m, stiffness, damping)
+    entities = np.asarray(world.add_particles(v, masses=m, radii=particle_radius), dtype=np.int64)
+    if amount is None:
+        amount = 4.0 * mass * 9.81 * float(np.ptp(v[:, 1]))
+    return _finish(world, entities, np.arange(len(v)), edges, models, k, d, amount,
+                   (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance)
+
+
+def _subdivide(v: np.ndarray, segment: float) -> np.ndarray:
+    """Insert points so that no edge is longer than ``segment``."""
+    out = []
+    for p, q in zip(v, np.roll(v, -1, axis=0), strict=True):
+        pieces = max(1, math.ceil(float(np.linalg.norm(q - p)) / segment))
+        t = np.arange(pieces)[:, None] / pieces
+        out.append(p + t * (q - p))
+    return np.concatenate(out)
+
+
+def _self_intersects(v: np.ndarray) -> bool:
+    """True if two non-adjacent edges of the closed outline ``v`` cross or touch."""
+    n = len(v)
+    p, q = v, np.roll(v, -1, axis=0)
+    i, j = np.triu_indices(n, 2)
+    keep = ~((i == 0) & (j == n - 1))  # the first and last edges share a vertex
+    i, j = i[keep], j[keep]
+
+    def orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.sign((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
+        return out
+
+    o1, o2 = orient(p[i], q[i], p[j]), orient(p[i], q[i], q[j])
+    o3, o4 = orient(p[j], q[j], p[i]), orient(p[j], q[j], q[i])
+    collinear = (o1 == 0) & (o2 == 0)
+    lo = np.maximum(np.minimum(p[i], q[i]), np.minimum(p[j], q[j]))
+    hi = np.minimum(np.maximum(p[i], q[i]), np.maximum(p[j], q[j]))
+    overlap = (lo <= hi).all(axis=1)  # collinear edges meet only if their extents overlap
+    crossing = (o1 * o2 <= 0) & (o3 * o4 <= 0) & ~collinear
+    return bool((crossing | (collinear & overlap)).any())
