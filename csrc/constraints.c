@@ -2,10 +2,12 @@
  *
  * Extended position-based dynamics (Macklin, Mueller, Chentanez 2016, "XPBD:
  * position-based simulation of compliant constrained dynamics"), one
- * iteration per substep ("small steps", Macklin et al. 2019; Ten Minute
- * Physics). For a constraint C(x) = 0 with gradients g_i and compliance
- * alpha (m/N for distance, 1/(N m) for area; 0 is rigid):
- *     dlambda = -C / (sum_i w_i |g_i|^2 + alpha / h^2)
+ * or a few iterations per substep ("small steps", Macklin et al. 2019; Ten
+ * Minute Physics). For a constraint C(x) = 0 with gradients g_i, compliance
+ * alpha (m/N for distance, 1/(N m) for area; 0 is rigid), alpha~ = alpha/h^2
+ * and the multiplier lambda accumulated over the substep's iterations (the
+ * World zeroes it at each substep):
+ *     dlambda = (-C - alpha~ lambda) / (sum_i w_i |g_i|^2 + alpha~),  lambda += dlambda
  *     x_i += w_i dlambda g_i,   v_i += w_i dlambda g_i / h
  * so velocities follow the position corrections under every integrator;
  * with integrator "xpbd" the velocity is then recomputed from the positions.
@@ -29,7 +31,7 @@
 
 #define PS_MIN_LENGTH 1e-12
 
-void ps_xpbd_distance(double *pos, double *vel, const double *inv_mass,
+void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
                       const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h)
@@ -49,7 +51,9 @@ void ps_xpbd_distance(double *pos, double *vel, const double *inv_mass,
             }
             double len = sqrt(len2);
             if (!(len > PS_MIN_LENGTH)) continue;
-            double s = -(len - rest_length[j]) / (w + compliance[j] / hh);
+            double at = compliance[j] / hh;
+            double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
+            lambda[j] = lambda[j] + s;
             for (int c = 0; c < dim; c++) {
                 double g = d[c] / len;
                 double da = wa * s * g, db = wb * s * g;
@@ -99,7 +103,7 @@ static double simplex(double g[4][3], const double *pos, const int32_t *s, int d
     return (e1[0] * cx + e1[1] * cy + e1[2] * cz) / 6.0;
 }
 
-void ps_xpbd_volume(double *pos, double *vel, const double *inv_mass,
+void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_mass,
                     const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h)
@@ -119,7 +123,9 @@ void ps_xpbd_volume(double *pos, double *vel, const double *inv_mass,
                 denom = denom + inv_mass[s[i]] * g2;
             }
             if (!(denom > 0.0)) continue;
-            double lam = -C / (denom + compliance[j] / hh);
+            double at = compliance[j] / hh;
+            double lam = (-C - at * lambda[j]) / (denom + at);
+            lambda[j] = lambda[j] + lam;
             for (int i = 0; i < k; i++) {
                 double w = inv_mass[s[i]];
                 for (int c = 0; c < dim; c++) {

@@ -45,6 +45,19 @@ def _models(model: str | Sequence[str]) -> set[str]:
     return set(names)
 
 
+def _check(**values: Any) -> None:
+    """Validate optional non-negative numbers up front, so a bad one adds nothing to the world."""
+    for name, value in values.items():
+        if value is not None:
+            validate.nonnegative(name, value)
+
+
+def _cells(cells: Sequence[int]) -> tuple[int, int]:
+    counts = validate.array("cells", cells, (2,), integral=True)
+    nx, ny = (validate.integer("cells", int(n), 1) + 1 for n in counts)
+    return nx, ny
+
+
 def _spring_defaults(mass: float, stiffness: float | None, damping: float | None) -> tuple[float, float]:
     k = STIFFNESS_PER_KG * mass if stiffness is None else validate.nonnegative("stiffness", stiffness)
     c = 0.4 * math.sqrt(k * mass) if damping is None else validate.nonnegative("damping", damping)
@@ -89,11 +102,14 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     A pressure-only box is its outline alone (interior particles would float).
     """
     models = _models(model)
+    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
+           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
+           area_compliance=area_compliance, radius=radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
     if not (w > 0 and h > 0):
         raise ValueError("size must be > 0 in both directions")
-    nx, ny = (validate.integer("cells", n, 1) + 1 for n in cells)
+    nx, ny = _cells(cells)
     m = validate.positive("mass", mass) / (nx * ny)
     k, d = _spring_defaults(m, stiffness, damping)
     gx, gy = np.linspace(-w / 2, w / 2, nx), np.linspace(-h / 2, h / 2, ny)
@@ -116,15 +132,17 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
                    area_compliance)
 
 
-def _ring(world: World, center: Sequence[float], radius: float, segments: int, mass: float,
-          particle_radius: float) -> tuple[np.ndarray, float, float]:
+def _ring(center: Sequence[float], radius: float, segments: int, mass: float) -> tuple[np.ndarray, float]:
+    """Validated positions of a counter-clockwise ring and the mass per particle."""
     c = validate.vector("center", center, 2)
     r = validate.positive("radius", radius)
     n = validate.integer("segments", segments, 3)
-    m = validate.positive("mass", mass) / n
     t = 2 * np.pi * np.arange(n) / n
-    pos = c + r * np.stack([np.cos(t), np.sin(t)], axis=1)
-    return np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64), m, r
+    return c + r * np.stack([np.cos(t), np.sin(t)], axis=1), validate.positive("mass", mass) / n
+
+
+def _add(world: World, pos: np.ndarray, m: float, particle_radius: float) -> np.ndarray:
+    return np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
 
 
 def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -135,10 +153,15 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
     steps and to the opposite one."""
     models = _models(model)
-    if segments < 4:
+    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
+           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
+           particle_radius=particle_radius)
+    if validate.integer("segments", segments, 3) < 4:
         raise ValueError(f"segments must be >= 4 for a circle, got {segments}")
-    entities, m, r = _ring(world, center, radius, segments, mass, particle_radius)
+    pos, m = _ring(center, radius, segments, mass)
+    r = float(radius)
     k, d = _spring_defaults(m, stiffness, damping)
+    entities = _add(world, pos, m, particle_radius)
     n = len(entities)
     i = np.arange(n)
     pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
@@ -161,11 +184,13 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     times ``radius``: pressure balances the springs' tension where
     P l cos(pi/N) = 2 k (l - L0) sin(pi/N).
     """
-    if segments < 6:
+    _check(stiffness=stiffness, damping=damping, amount=amount, wobble_damping=wobble_damping,
+           particle_radius=particle_radius)
+    if validate.integer("segments", segments, 3) < 6:
         raise ValueError(f"segments must be >= 6 for a ball, got {segments}")
     s = validate.positive("inflation", inflation)
-    entities, m, r = _ring(world, center, radius, segments, mass, particle_radius)
-    n = len(entities)
+    pos, m = _ring(center, radius, segments, mass)
+    r, n = float(radius), len(pos)
     i = np.arange(n)
     rest_edge = 2 * r * math.sin(math.pi / n)
     edge = (1 + s) * rest_edge
@@ -176,6 +201,7 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     k, d = _spring_defaults(m, stiffness, damping)
     if amount is None:
         amount = pressure * area
+    entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
                    (0.0, 0.0), wobble_damping)
 
@@ -184,11 +210,12 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, particle_radius: float = 0.0) -> int:
     """A ring plus a centre particle, every pair joined by a spring (seed 003)."""
-    entities, m, _ = _ring(world, center, radius, segments, mass * segments / (segments + 1),
-                           particle_radius)
-    hub = world.add_particle(tuple(validate.vector("center", center, 2)), mass=m, radius=particle_radius)
-    entities = np.append(entities, hub)
+    _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
+    pos, _ = _ring(center, radius, segments, mass)
+    m = float(mass) / (len(pos) + 1)
     k, d = _spring_defaults(m, stiffness, damping)
+    entities = _add(world, np.concatenate([pos, validate.vector("center", center, 2)[None]]), m,
+                    particle_radius)
     n = len(entities)
     a, b = np.triu_indices(n, 1)
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
@@ -205,6 +232,8 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     adds springs that skip one particle; ``pin`` may name "start" and/or "end"."""
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
+    _check(stiffness=stiffness, damping=damping, bending=bending, compliance=compliance,
+           particle_radius=particle_radius)
     a = validate.vector("start", start, 2)
     b = validate.vector("end", end, 2)
     n = validate.integer("segments", segments, 1) + 1
@@ -243,11 +272,12 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     """
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
+    _check(stiffness=stiffness, damping=damping, compliance=compliance, particle_radius=particle_radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
     if not (w > 0 and h > 0):
         raise ValueError("size must be > 0 in both directions")
-    nx, ny = (validate.integer("cells", n, 1) + 1 for n in cells)
+    nx, ny = _cells(cells)
     idx = np.arange(nx * ny).reshape(ny, nx)
     if isinstance(pin, str):
         chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
@@ -287,6 +317,9 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     import mapbox_earcut
 
     models = _models(model)
+    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
+           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
+           area_compliance=area_compliance, particle_radius=particle_radius)
     v = validate.array("vertices", vertices, (None, 2))
     if len(v) < 3:
         raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
@@ -304,6 +337,8 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
     cw = ((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]) < 0.0
     tri[cw] = tri[cw][:, ::-1]
+    area = 0.5 * np.abs((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
+    tri = tri[area > 1e-6 * area.max()]  # slivers between collinear subdivision points
     edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
     edges = np.unique(edges, axis=0)
     m = validate.positive("mass", mass) / len(v)

@@ -242,6 +242,8 @@ class SoftBody(_RowView):
         keep = [i for i, e in enumerate(self.particles) if e != particle]
         self.particles = [self.particles[i] for i in keep]
         self.rest = self.rest[keep]
+        if len(self.rest):  # rest offsets are about the members' centroid: re-centre
+            self.rest = self.rest - self.rest.mean(axis=0)
         self.outline = [e for e in self.outline if e != particle]
 
 

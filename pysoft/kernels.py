@@ -296,7 +296,8 @@ def _sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[st
         same = pairs[:, 0] == pairs[:, 1]
         pairs[same, 1] = (pairs[same, 0] + 1) % n
         s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
-    return {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "pairs": pairs,
+    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
+            "inv_mass": s["inv_mass"], "pairs": pairs,
             "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
                 rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **_colored(pairs), "h": s["h"]}
 
@@ -311,7 +312,8 @@ def _sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str,
     rest = _simplex(s["pos"], simplices, dim)[0] * rng.uniform(0.8, 1.2, m)
     if m:
         s["pos"][simplices[0]] = s["pos"][simplices[0][0]]  # a collapsed simplex: no gradient
-    return {"pos": s["pos"], "vel": s["vel"], "inv_mass": s["inv_mass"], "simplices": simplices,
+    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
+            "inv_mass": s["inv_mass"], "simplices": simplices,
             "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
             **_colored(simplices), "h": s["h"]}
 
@@ -394,17 +396,18 @@ REGISTRY: dict[str, Kernel] = {
                (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
                ("n", "dim"), ("h",), ("vel",), _sample_xpbd_velocity),
         Kernel("xpbd_distance",
-               (Arg("pos", _P), Arg("vel", _P), Arg("inv_mass", _S), Arg("pairs", ("m", 2), np.int32),
+               (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
+                Arg("pairs", ("m", 2), np.int32),
                 Arg("rest_length", ("m",)), Arg("compliance", ("m",)),
                 Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.int32)),
-               ("m", "nbatch", "dim"), ("h",), ("pos", "vel"), _sample_xpbd_distance,
+               ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"), _sample_xpbd_distance,
                index_args=(("pairs", "n"),), check=_check_batches("pairs")),
         Kernel("xpbd_volume",
-               (Arg("pos", _P), Arg("vel", _P), Arg("inv_mass", _S),
+               (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
                 Arg("simplices", ("m", "dim+1"), np.int32), Arg("rest_volume", ("m",)),
                 Arg("compliance", ("m",)), Arg("order", ("m",), np.int32),
                 Arg("batch_start", ("nbatch+1",), np.int32)),
-               ("m", "nbatch", "dim"), ("h",), ("pos", "vel"), _sample_xpbd_volume,
+               ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"), _sample_xpbd_volume,
                index_args=(("simplices", "n"),), check=_check_batches("simplices")),
         Kernel("collide",
                (Arg("pos", _P), Arg("vel", _P), Arg("contact_collider", _S, np.int32),

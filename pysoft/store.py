@@ -132,7 +132,7 @@ def distance_table() -> Table:
     return Table({
         "ends": Field((2,), np.int64, -1), "pairs": Field((2,), np.int32),
         "rest_length": Field((), np.float64), "compliance": Field((), np.float64),
-        "entity": Field((), np.int64, -1),
+        "lambda": Field((), np.float64), "entity": Field((), np.int64, -1),
     })
 
 
@@ -141,7 +141,7 @@ def volume_table(dim: int) -> Table:
     return Table({
         "ends": Field((dim + 1,), np.int64, -1), "simplices": Field((dim + 1,), np.int32),
         "rest_volume": Field((), np.float64), "compliance": Field((), np.float64),
-        "entity": Field((), np.int64, -1),
+        "lambda": Field((), np.float64), "entity": Field((), np.int64, -1),
     })
 
 

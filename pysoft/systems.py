@@ -125,10 +125,14 @@ class Constraints(Pass):
     def process(self, h: float) -> None:
         b = self.world._bound
         distances, volumes = b.constraints
-        if distances:
-            b.xpbd_distance(h)
-        if volumes:
-            b.xpbd_volume(h)
+        if distances or volumes:
+            for lam in b.lambdas:  # multipliers accumulate over one substep's iterations
+                lam[:] = 0.0
+        for _ in range(self.world._constraint_iterations if distances or volumes else 0):
+            if distances:
+                b.xpbd_distance(h)
+            if volumes:
+                b.xpbd_volume(h)
         if self.world._integrator == "xpbd":
             b.xpbd_velocity(h)
 

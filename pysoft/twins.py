@@ -91,6 +91,7 @@ def _body_of(body_start: I32, body_count: I32, nb: int) -> NDArray[np.intp]:
     return np.repeat(np.arange(nb), body_count[:nb])
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
 def pressure(
     force: F64, pos: F64, outline: I32, body_start: I32, body_count: I32, amount: F64,
     min_area: F64, nb: int, dim: int,
@@ -112,6 +113,7 @@ def pressure(
     np.add.at(force, rows, np.repeat(f, 2, axis=0))
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
 def shape_match(
     force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
     body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int, dim: int,
@@ -239,7 +241,7 @@ def xpbd_velocity(
 
 
 def xpbd_distance(
-    pos: F64, vel: F64, inv_mass: F64, pairs: I32, rest_length: F64, compliance: F64,
+    pos: F64, vel: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64, compliance: F64,
     order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
 ) -> None:
     """XPBD distance constraints, one batch of independent constraints at a time."""
@@ -252,7 +254,9 @@ def xpbd_distance(
         length = np.sqrt(_dot(d, d, dim))
         ok = ((wa + wb) != 0.0) & (length > MIN_LENGTH)
         j, a, b, wa, wb, d, length = j[ok], a[ok], b[ok], wa[ok], wb[ok], d[ok], length[ok]
-        s = -(length - rest_length[j]) / ((wa + wb) + compliance[j] / hh)
+        at = compliance[j] / hh
+        s = (-(length - rest_length[j]) - at * lam[j]) / ((wa + wb) + at)
+        lam[j] = lam[j] + s
         g = d / length[:, None]
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
@@ -287,7 +291,7 @@ def _simplex(pos: F64, s: I32, dim: int) -> tuple[F64, F64]:
 
 
 def xpbd_volume(
-    pos: F64, vel: F64, inv_mass: F64, simplices: I32, rest_volume: F64, compliance: F64,
+    pos: F64, vel: F64, lam: F64, inv_mass: F64, simplices: I32, rest_volume: F64, compliance: F64,
     order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
 ) -> None:
     """XPBD area (2D) / volume (3D) constraints, one batch at a time."""
@@ -305,10 +309,12 @@ def xpbd_volume(
                 g2 = g2 + g[:, i, c] * g[:, i, c]
             denom = denom + w[:, i] * g2
         ok = denom > 0.0
+        at = compliance[j] / hh
         with np.errstate(divide="ignore", invalid="ignore"):
-            lam = -C / (denom + compliance[j] / hh)
+            d_lam = (-C - at * lam[j]) / (denom + at)
+        lam[j[ok]] = lam[j[ok]] + d_lam[ok]
         for i in range(dim + 1):
-            dx = (w[ok, i] * lam[ok])[:, None] * g[ok, i]
+            dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
             rows = s[ok, i]
             pos[rows] = pos[rows] + dx
             vel[rows] = vel[rows] + dx * inv_h

@@ -108,6 +108,7 @@ class World:
         *,
         restitution_threshold: float = 0.25,
         contact_iterations: int | None = None,
+        constraint_iterations: int = 2,
         max_speed: float = 1e3,
         on_instability: str = "raise",
     ) -> None:
@@ -133,6 +134,7 @@ class World:
         self.max_speed = max_speed
         self.on_instability = on_instability
         self.contact_iterations = dim if contact_iterations is None else contact_iterations
+        self.constraint_iterations = constraint_iterations
         self.time = 0.0
         self.profile: dict[str, float] = {}
         self._components: dict[int, _RowView] = {}
@@ -170,6 +172,7 @@ class World:
     _max_speed: float
     _on_instability: str
     _contact_iterations: int
+    _constraint_iterations: int
     dt = validate.Checked(validate.positive, "Default frame length (s) of ``step()``.")
     substeps = validate.Checked(lambda n, v: validate.integer(n, v, 1), "Substeps per frame.")
     max_dt = validate.Checked(validate.positive, "Frame length cap (s): a longer frame is clamped to it.")
@@ -181,6 +184,9 @@ class World:
     contact_iterations = validate.Checked(
         lambda n, v: validate.integer(n, v, 1),
         "Contact searches per particle and substep (default dim): settles corners of several shapes.")
+    constraint_iterations = validate.Checked(
+        lambda n, v: validate.integer(n, v, 1),
+        "XPBD solver sweeps per substep (default 2; more substeps converge better than more sweeps).")
     on_instability = validate.Checked(
         validate.choice(("raise", "warn", "ignore")),
         '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')
@@ -467,7 +473,9 @@ class World:
         from pysoft.twins import _simplex
 
         rest = _simplex(self.store.particles.view("pos"), rows, self.dim)[0]
-        if len(rest) and not (np.abs(rest) > 0.0).all():
+        pos = self.store.particles.view("pos")
+        span = np.ptp(pos[rows.reshape(-1)], axis=0).max() if len(rows) else 0.0
+        if len(rest) and not (np.abs(rest) > 1e-12 * span**self.dim).all():
             raise ValueError("simplices: a simplex has zero area/volume (collinear or coplanar points)")
         table = self.store.volumes
         start = table.add(len(ends), ends=ends, simplices=rows, rest_volume=rest, compliance=alpha)
@@ -761,10 +769,13 @@ class World:
                          **shared, **{name: C.view(name) for name in COLLIDER_FIELDS})
         d_order, d_batches = batches(D.view("pairs"))
         v_order, v_batches = batches(V.view("simplices"))
-        b.xpbd_distance = bind("xpbd_distance", be, pos=v("pos"), vel=v("vel"), inv_mass=v("inv_mass"),
+        b.lambdas = (D.view("lambda"), V.view("lambda"))
+        b.xpbd_distance = bind("xpbd_distance", be, pos=v("pos"), vel=v("vel"),
+                               **{"lambda": D.view("lambda")}, inv_mass=v("inv_mass"),
                                pairs=D.view("pairs"), rest_length=D.view("rest_length"),
                                compliance=D.view("compliance"), order=d_order, batch_start=d_batches)
-        b.xpbd_volume = bind("xpbd_volume", be, pos=v("pos"), vel=v("vel"), inv_mass=v("inv_mass"),
+        b.xpbd_volume = bind("xpbd_volume", be, pos=v("pos"), vel=v("vel"),
+                             **{"lambda": V.view("lambda")}, inv_mass=v("inv_mass"),
                              simplices=V.view("simplices"), rest_volume=V.view("rest_volume"),
                              compliance=V.view("compliance"), order=v_order, batch_start=v_batches)
         b.constraints = (D.n > 0, V.n > 0)

@@ -1,0 +1,160 @@
+"""XPBD distance and volume constraints against analytic results; xpbd builders; bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pysoft
+from pysoft import build
+
+BACKENDS = ("c", "python")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", pysoft.INTEGRATORS)
+def test_hanging_mass_stretches_by_compliance_times_weight(backend: str, integrator: str) -> None:
+    """A mass m hanging at rest on a distance constraint of compliance alpha stretches by
+    alpha m g (XPBD's compliance is 1/k): within 1 %."""
+    w = pysoft.World(gravity=(0.0, -9.81), integrator=integrator, drag=1.0, backend=backend)
+    top = w.add_particle((0.0, 0.0), pinned=True)
+    bob = w.add_particle((0.0, -1.0), mass=2.0)
+    w.add_distance_constraint(top, bob, compliance=1e-3)
+    for _ in range(600):
+        w.step()
+    stretch = float(np.linalg.norm(w.particle(bob).position)) - 1.0
+    assert stretch == pytest.approx(1e-3 * 2.0 * 9.81, rel=0.01)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rigid_chain_keeps_its_links_while_swinging(backend: str) -> None:
+    """A zero-compliance 10-link chain released horizontally keeps every link within 3 % of its
+    rest length at every frame of a 3 s swing (and really swings: the tip drops > 0.5 m)."""
+    w = pysoft.World(backend=backend)
+    rope = build.rope(w, start=(0.0, 2.0), end=(1.0, 2.0), segments=10, model="xpbd")
+    links = [w.distance_constraint(int(e)) for e in w.store.distances.view("entity")]
+    tip = w.body(rope).particles[-1]
+    lowest = 2.0
+    for _ in range(180):
+        w.step()
+        for link in links:
+            length = np.linalg.norm(w.particle(link.b).position - w.particle(link.a).position)
+            assert abs(length / link.rest_length - 1.0) < 0.03
+        lowest = min(lowest, float(w.particle(tip).position[1]))
+    assert lowest < 1.5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_area_constraint_keeps_a_triangles_area(backend: str) -> None:
+    """A triangle pinned at one corner, held only by an area constraint (compliance 0), falls
+    and tumbles under gravity; its area stays within 0.1 % of the rest area at every frame."""
+    w = pysoft.World(backend=backend)
+    a = w.add_particle((0.0, 2.0), pinned=True)
+    b = w.add_particle((1.0, 2.0))
+    c = w.add_particle((0.3, 2.8))
+    tri = w.add_volume_constraint([a, b, c])
+    rest = w.volume_constraint(tri).rest_volume
+    assert rest == pytest.approx(0.5 * 1.0 * 0.8)
+    moved = 0.0
+    for _ in range(120):
+        w.step()
+        p, q, r = (w.particle(e).position for e in (a, b, c))
+        area = 0.5 * ((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]))
+        assert area == pytest.approx(rest, rel=1e-3)
+        moved = max(moved, float(np.linalg.norm(w.particle(b).position - (1.0, 2.0))))
+    assert moved > 0.1  # the triangle really deformed and moved
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_volume_constraint_keeps_a_tetrahedrons_volume(backend: str) -> None:
+    """3D: a tetrahedron pinned at one vertex keeps its volume within 0.1 % while it falls."""
+    w = pysoft.World(dim=3, backend=backend)
+    ps = [w.add_particle((0.0, 2.0, 0.0), pinned=True), w.add_particle((1.0, 2.0, 0.0)),
+          w.add_particle((0.0, 2.0, 1.0)), w.add_particle((0.0, 3.0, 0.0))]
+    tet = w.add_volume_constraint(ps)
+    rest = w.volume_constraint(tet).rest_volume
+    assert abs(rest) == pytest.approx(1.0 / 6.0)
+    for _ in range(90):
+        w.step()
+        x = [w.particle(e).position for e in ps]
+        vol = np.dot(x[1] - x[0], np.cross(x[2] - x[0], x[3] - x[0])) / 6.0
+        assert vol == pytest.approx(rest, rel=1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("make", ["box", "cloth", "polygon", "rope"])
+def test_xpbd_builders_come_to_rest(backend: str, make: str) -> None:
+    """XPBD builders with their defaults, dropped on a floor (cloth: hanging from its pins):
+    no NaN, nothing below the floor, max speed < 5e-2 m/s after 10 s, triangles not inverted."""
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), restitution=0.1, friction=0.6)
+    if make == "box":
+        build.box(w, (0.0, 1.5), model="xpbd")
+    elif make == "cloth":
+        build.cloth(w, (0.0, 1.5), cells=(6, 6))
+    elif make == "polygon":
+        build.polygon(w, [(0, 1), (1, 1), (1, 2), (0.5, 1.5), (0, 2)], model="xpbd", segment=0.25)
+    else:
+        build.rope(w, (0.0, 1.5), (1.0, 1.5), model="xpbd", pin=())
+    for _ in range(600):
+        w.step()
+    assert np.isfinite(w.positions).all()
+    assert w.positions[:, 1].min() > -1e-9
+    assert np.linalg.norm(w.velocities, axis=1).max() < 5e-2
+    for con in (w.volume_constraint(int(e)) for e in w.store.volumes.view("entity")):
+        p, q, r = (w.particle(e).position for e in con.particles)
+        area = 0.5 * ((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]))
+        assert area > 0.0
+
+
+def test_polygon_builder_triangulates_any_simple_outline() -> None:
+    """A clockwise concave outline is accepted: every triangle comes out counter-clockwise
+    and the triangles' areas sum to the outline's area (shoelace)."""
+    w = pysoft.World()
+    outline = np.array([(0, 0), (0, 2), (1, 1), (2, 2), (2, 0)], dtype=float)  # clockwise, concave
+    build.polygon(w, outline, model="xpbd")
+    areas = w.store.volumes.view("rest_volume")
+    assert (areas > 0).all()
+    shoelace = 0.5 * abs((outline[:, 0] * np.roll(outline[:, 1], -1)
+                          - np.roll(outline[:, 0], -1) * outline[:, 1]).sum())
+    assert areas.sum() == pytest.approx(shoelace)
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda w: build.polygon(w, [(0, 0), (1, 0)]), "vertices"),
+    (lambda w: build.polygon(w, [(0, 0), (2, 2), (2, 0), (0, 1.5)]), "simple polygon"),
+    (lambda w: build.polygon(w, [(0, 0), (1, 0), (2, 0)]), "area"),
+    (lambda w: build.polygon(w, [(0, 0), (1, 0), (0, 1)], segment=0.0), "segment"),
+    (lambda w: build.cloth(w, pin="left"), "pin"),
+    (lambda w: build.cloth(w, pin=[0, 10**6]), "pin"),
+    (lambda w: build.rope(w, model="pressure"), "model"),
+    (lambda w: build.box(w, model="xpbd", compliance=-1.0), "compliance"),
+    (lambda w: w.add_distance_constraint(w.add_particle((0, 0)), 10**6), "b"),
+    (lambda w: w.add_volume_constraint([w.add_particle((0, 0)), w.add_particle((1, 1)),
+                                        w.add_particle((2, 2))]), "zero area"),
+    (lambda w: w.add_distance_constraints([[1, 1]]), "pairs"),
+])
+def test_bad_xpbd_and_builder_input(call, match: str) -> None:  # type: ignore[no-untyped-def]
+    """Bad arguments raise ValueError/KeyError naming the argument; no constraint is added."""
+    w = pysoft.World()
+    before = (w.store.distances.n, w.store.volumes.n, w.store.springs.n, w.store.bodies.n)
+    with pytest.raises((ValueError, KeyError), match=match):
+        call(w)
+    assert (w.store.distances.n, w.store.volumes.n, w.store.springs.n, w.store.bodies.n) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_removing_a_particle_removes_its_constraints(backend: str) -> None:
+    """Constraints naming a removed particle go with it; the rest keep stepping."""
+    w = pysoft.World(backend=backend)
+    build.box(w, (0.0, 1.5), model="xpbd")
+    victim = int(w.particles[7])
+    named = (w.store.distances.view("ends") == victim).any(axis=1).sum()
+    named_v = (w.store.volumes.view("ends") == victim).any(axis=1).sum()
+    d, v = w.store.distances.n, w.store.volumes.n
+    w.remove(victim)
+    assert (w.store.distances.n, w.store.volumes.n) == (d - named, v - named_v)
+    assert not (w.store.distances.view("ends") == victim).any()
+    for _ in range(30):
+        w.step()
+    assert np.isfinite(w.positions).all()
