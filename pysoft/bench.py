@@ -124,6 +124,37 @@ def bench_contacts(particles: int = 10_000, colliders: int = 64, frames: int = 1
             "ns_per_test": 1e6 * collide_ms / (world.store.particles.n * k)}
 
 
+MODEL_SCENES = {
+    "pressure balls": lambda: scenes.pressure_balls(100),
+    "shape-matched boxes": lambda: scenes.matched_boxes(100),
+    "XPBD cloth": lambda: scenes.xpbd_cloth(100),
+}
+
+
+def bench_models(rounds: int = 3, frames: int = 10) -> list[dict[str, Any]]:
+    """One scene per body model at the World defaults (60 Hz, 8 substeps): ms per frame and pass."""
+    out = []
+    for name, make in MODEL_SCENES.items():
+        t0 = time.perf_counter()
+        world = make()
+        build_s = time.perf_counter() - t0
+        world.step()
+        passes: dict[str, list[float]] = {}
+
+        def step(world: World = world, passes: dict[str, list[float]] = passes) -> None:
+            world.step()
+            for k, v in world.profile.items():
+                passes.setdefault(k, []).append(v)
+
+        t = _rounds({"frame": step}, frames, rounds)["frame"]
+        s = world.store
+        out.append({"scene": name, "particles": s.particles.n, "springs": s.springs.n,
+                    "constraints": s.distances.n + s.volumes.n, "bodies": s.bodies.n,
+                    "build_s": build_s, "frame_ms": 1e3 * t,
+                    "passes_ms": {k: statistics.median(v) for k, v in passes.items()}})
+    return out
+
+
 def bench_small_body(rounds: int = 5) -> dict[str, Any]:
     """One 25-particle spring body, 60 Hz frames of 8 substeps: microseconds per frame."""
     world = World()
@@ -162,7 +193,16 @@ def markdown(r: dict[str, Any]) -> str:
     big = r["scenes"][-1]
     passes = ", ".join(f"{k} {v:.3f}" for k, v in big["passes_ms"].items())
     c, b = r["contacts"], r["small_body"]
-    lines += ["", f"Time per pass at {big['particles']:,} particles (ms per step): {passes}.", "",
+    lines += ["", f"Time per pass at {big['particles']:,} particles (ms per step): {passes}.", ""]
+    if "models" in r:
+        lines += ["| body model scene (60 Hz, 8 substeps) | particles | springs | constraints "
+                  "| ms per frame | ms per pass (summed over substeps) |", "|---|---:|---:|---:|---:|---|"]
+        lines.extend(f"| {m['scene']} | {m['particles']:,} | {m['springs']:,} | {m['constraints']:,} "
+                     f"| {m['frame_ms']:.2f} | "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + " |"
+                     for m in r["models"])
+        lines.append("")
+    lines += ["",
               f"Obstacle course ({c['particles']:,} particles, {c['colliders']} colliders): collide pass "
               f"{c['collide_ms']:.3f} ms per step, **{c['ns_per_test']:.2f} ns per particle-collider test** "
               "(most pairs culled by the bounding-sphere test).", "",
@@ -215,6 +255,12 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
     echo(f"\nscene 'obstacle course': {c['particles']} particles, {c['colliders']} colliders, "
          f"{c['contacts']} in contact: collide pass {c['collide_ms']:.3f} ms per step, "
          f"{c['ns_per_test']:.2f} ns per particle-collider test")
+    echo("\nbody models, 60 Hz frames of 8 substeps (ms per frame; passes summed over substeps)")
+    results["models"] = bench_models(max(1, rounds // 2))
+    for m in results["models"]:
+        echo(f"{m['scene']:>20}: {m['particles']} particles, {m['springs']} springs, "
+             f"{m['constraints']} constraints, {m['bodies']} bodies: {m['frame_ms']:.2f} ms "
+             f"(" + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + ")")
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

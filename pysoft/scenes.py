@@ -121,3 +121,40 @@ def obstacle_course(particles: int = 10_000, colliders: int = 64, **world_args: 
     y = top + (k // cols) * 0.05
     world.add_particles(np.stack([x, y], axis=1), radii=0.02, masses=0.01)
     return world
+
+
+def _grid_centres(count: int, pitch: float, bottom: float) -> np.ndarray:
+    side = max(1, round(np.sqrt(count)))
+    i = np.arange(count)
+    return np.stack([(i % side - (side - 1) / 2.0) * pitch, bottom + (i // side) * pitch], axis=1)
+
+
+def pressure_balls(count: int = 100, **world_args: Any) -> World:
+    """``count`` pressurised balls (20 segments, radius 0.3 m) dropping onto a floor."""
+    from pysoft import build
+
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
+    for c in _grid_centres(count, 0.8, 0.5):
+        build.ball(world, center=c, radius=0.3)
+    return world
+
+
+def matched_boxes(count: int = 100, **world_args: Any) -> World:
+    """``count`` shape-matched 5x5 boxes (0.5 m) dropping onto a floor."""
+    from pysoft import build
+
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
+    for c in _grid_centres(count, 0.8, 0.5):
+        build.box(world, center=c, size=(0.5, 0.5), model="shape_matching")
+    return world
+
+
+def xpbd_cloth(cells: int = 100, **world_args: Any) -> World:
+    """A (cells + 1)^2 XPBD cloth, 4 m wide, hanging from its top row."""
+    from pysoft import build
+
+    world = World(dim=2, **world_args)
+    build.cloth(world, center=(0.0, 3.0), size=(4.0, 4.0), cells=(cells, cells), pin="top")
+    return world

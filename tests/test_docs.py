@@ -50,6 +50,10 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(scene, pysoft.World) and scene.store.colliders.n == 6
     assert namespace["ball"] in namespace["hits"].particles  # the ball rests on the tilted box
     assert "planet" in namespace
+    builders = namespace["lab"]
+    assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 8
+    assert np.isfinite(builders.positions).all()
+    assert builders.body(namespace["gas"]).pressure is not None
 
 
 @pytest.mark.parametrize("module", ["pysoft", "pysoft.world"])
