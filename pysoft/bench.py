@@ -124,7 +124,7 @@ def bench_contacts(particles: int = 10_000, colliders: int = 64, frames: int = 1
             "ns_per_test": 1e6 * collide_ms / (world.store.particles.n * k)}
 
 
-MODEL_SCENES = {
+MODEL_SCENES: dict[str, Callable[[], World]] = {
     "pressure balls": lambda: scenes.pressure_balls(100),
     "shape-matched boxes": lambda: scenes.matched_boxes(100),
     "XPBD cloth": lambda: scenes.xpbd_cloth(100),
