@@ -78,8 +78,8 @@ class Particle(_RowView):
         return bool(self.inv_mass == 0.0)
 
 
-class Spring(_RowView):
-    """A damped spring between two particle entities (Hooke + axial damper)."""
+class _Pair(_RowView):
+    """A row that links two particle entities (``ends``): springs, distance constraints."""
 
     __slots__ = ()
 
@@ -92,6 +92,13 @@ class Spring(_RowView):
     def b(self) -> int:
         """Second endpoint (particle entity)."""
         return int(self.table.arrays["ends"][self.row, 1])
+
+
+class Spring(_Pair):
+    """A damped spring between two particle entities (Hooke + axial damper)."""
+
+    __slots__ = ()
+
 
     rest_length = _Column("rest_length", "Rest length (m).", validate.nonnegative)
     stiffness = _Column("stiffness", "Stiffness k (N/m).", validate.nonnegative)
@@ -174,7 +181,7 @@ class GravityWell(_RowView):
         return int(self.table.arrays["falloff"][self.row])
 
 
-class DistanceConstraint(_RowView):
+class DistanceConstraint(_Pair):
     """An XPBD distance constraint between particles ``a`` and ``b``."""
 
     __slots__ = ()
@@ -183,15 +190,6 @@ class DistanceConstraint(_RowView):
     compliance = _Column("compliance", "Compliance (m/N): 0 is rigid, 1/k is a spring of k.",
                          validate.nonnegative)
 
-    @property
-    def a(self) -> int:
-        """First endpoint (particle entity)."""
-        return int(self.table.arrays["ends"][self.row, 0])
-
-    @property
-    def b(self) -> int:
-        """Second endpoint (particle entity)."""
-        return int(self.table.arrays["ends"][self.row, 1])
 
 
 class VolumeConstraint(_RowView):

@@ -326,26 +326,12 @@ class World:
     def add_springs(self, pairs: Any, stiffness: Any = 500.0, damping: Any = 2.0,
                     rest_lengths: Any = None, max_strain: Any = None) -> list[int]:
         """Springs in bulk: ``pairs`` is (M, 2) particle entities. Returns their entities."""
-        ends = validate.array("pairs", pairs, (None, 2), integral=True)
+        ends, rows = self._linked_rows("pairs", pairs, 2)
         m = len(ends)
-        rows = self.store.rows_of(ends)
-        if (rows < 0).any():
-            bad = int(ends[rows < 0][0])
-            raise KeyError(f"pairs: entity {bad} is not a live particle of this world")
-        if (ends[:, 0] == ends[:, 1]).any():
-            raise ValueError("pairs: a spring needs two different particles")
-        params = {}
-        for name, value in (("stiffness", stiffness), ("damping", damping)):
-            params[name] = validate.per_row(name, value, m)
-            if not np.isfinite(params[name]).all() or (params[name] < 0).any():
-                raise ValueError(f"{name} must be finite and >= 0")
-        if rest_lengths is None:
-            pos = self.store.particles.view("pos")
-            rest = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
-        else:
-            rest = validate.per_row("rest_lengths", rest_lengths, m)
-            if not np.isfinite(rest).all() or (rest < 0).any():
-                raise ValueError("rest_lengths must be finite and >= 0")
+        params = {name: self._nonnegative_rows(name, value, m)
+                  for name, value in (("stiffness", stiffness), ("damping", damping))}
+        rest = (self._lengths(rows) if rest_lengths is None
+                else self._nonnegative_rows("rest_lengths", rest_lengths, m))
         if max_strain is not None:
             params["max_strain"] = validate.per_row("max_strain", max_strain, m)
             if np.isnan(params["max_strain"]).any() or (params["max_strain"] <= 1.0).any():
@@ -450,11 +436,8 @@ class World:
         """XPBD distance constraints in bulk over (M, 2) particle entities."""
         ends, rows = self._linked_rows("pairs", pairs, 2)
         alpha = self._nonnegative_rows("compliance", compliance, len(ends))
-        if rest_lengths is None:
-            pos = self.store.particles.view("pos")
-            rest = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
-        else:
-            rest = self._nonnegative_rows("rest_lengths", rest_lengths, len(ends))
+        rest = (self._lengths(rows) if rest_lengths is None
+                else self._nonnegative_rows("rest_lengths", rest_lengths, len(ends)))
         table = self.store.distances
         start = table.add(len(ends), ends=ends, pairs=rows, rest_length=rest, compliance=alpha)
         return cast(list[int], self._create_entities(
@@ -490,8 +473,14 @@ class World:
             raise KeyError(f"{name}: entity {int(ends[rows < 0][0])} is not a live particle of this world")
         srt = np.sort(ends, axis=1)
         if (srt[:, 1:] == srt[:, :-1]).any():
-            raise ValueError(f"{name}: a constraint needs {width} different particles")
+            raise ValueError(f"{name}: each row needs {width} different particles")
         return ends, rows.astype(np.int32)
+
+    def _lengths(self, rows: np.ndarray) -> np.ndarray:
+        """Current distances between the particle rows of each pair."""
+        pos = self.store.particles.view("pos")
+        out: np.ndarray = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
+        return out
 
     @staticmethod
     def _nonnegative_rows(name: str, value: Any, m: int) -> np.ndarray:
@@ -576,9 +565,8 @@ class World:
         stress colours; of one spring if ``entity`` is given."""
         if entity is not None:
             return float(self.spring_strain()[self.spring(entity).row])
-        S, pos = self.store.springs, self.store.particles.view("pos")
-        rows = self.store.rows_of(S.view("ends"))
-        length = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
+        S = self.store.springs
+        length = self._lengths(self.store.rows_of(S.view("ends")))
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(S.view("rest_length") > 0.0, length / S.view("rest_length"), np.inf)
 
