@@ -573,9 +573,9 @@ class World:
     def _tear(self) -> None:
         """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``."""
         self.broken_springs = []
-        S = self.store.springs
-        if not S.n or not np.isfinite(S.view("max_strain")).any():
+        if not self._bound.tearing:  # decided at bind time: no per-step scan of every spring
             return
+        S = self.store.springs
         broken = np.flatnonzero(self.spring_strain() > S.view("max_strain"))
         self.broken_springs = [int(e) for e in S.view("entity")[broken]]
         for entity in self.broken_springs:
@@ -767,6 +767,7 @@ class World:
                              simplices=V.view("simplices"), rest_volume=V.view("rest_volume"),
                              compliance=V.view("compliance"), order=v_order, batch_start=v_batches)
         b.constraints = (D.n > 0, V.n > 0)
+        b.tearing = bool(np.isfinite(S.view("max_strain")).any())
         b.find_unstable = bind("find_unstable", be, pos=v("pos"), vel=v("vel"))
         self._bound = b
         self._bound_version = s.version
