@@ -280,22 +280,28 @@ class _Model:
         return f"{type(self).__name__}({args})"
 
 
+class _ModelField:
+    """A model parameter: a body-table column once attached, a pending value before; checked."""
+
+    def __init__(self, field: str, name: str, doc: str) -> None:
+        self.field, self.name, self.__doc__ = field, name, doc
+
+    def __get__(self, model: _Model | None, owner: Any = None) -> Any:
+        return self if model is None else model._get(self.field)
+
+    def __set__(self, model: _Model, value: Any) -> None:
+        model._set(self.field, validate.nonnegative(self.name, value))
+
+
 class Pressure(_Model):
     """Ideal-gas pressure: ``amount`` = nRT (J, i.e. N m in 2D); pressure = amount / area."""
 
     __slots__ = ()
 
+    amount = _ModelField("amount", "amount", "nRT (N m in 2D): the pressure is amount / area.")
+
     def __init__(self, amount: float) -> None:
         super().__init__(amount=validate.nonnegative("amount", amount))
-
-    @property
-    def amount(self) -> float:
-        """nRT (N m in 2D): the pressure is amount / area."""
-        return self._get("amount")
-
-    @amount.setter
-    def amount(self, value: float) -> None:
-        self._set("amount", validate.nonnegative("amount", value))
 
 
 class ShapeMatching(_Model):
@@ -303,24 +309,11 @@ class ShapeMatching(_Model):
 
     __slots__ = ()
 
+    stiffness = _ModelField("match_stiffness", "stiffness",
+                            "Pull toward the rest shape per metre of offset (1/s^2).")
+    damping = _ModelField("match_damping", "damping",
+                          "Pull of velocities toward the body's rigid motion (1/s).")
+
     def __init__(self, stiffness: float = 200.0, damping: float = 5.0) -> None:
         super().__init__(match_stiffness=validate.nonnegative("stiffness", stiffness),
                          match_damping=validate.nonnegative("damping", damping))
-
-    @property
-    def stiffness(self) -> float:
-        """Pull toward the rest shape per metre of offset (1/s^2)."""
-        return self._get("match_stiffness")
-
-    @stiffness.setter
-    def stiffness(self, value: float) -> None:
-        self._set("match_stiffness", validate.nonnegative("stiffness", value))
-
-    @property
-    def damping(self) -> float:
-        """Pull of velocities toward the body's rigid motion (1/s)."""
-        return self._get("match_damping")
-
-    @damping.setter
-    def damping(self, value: float) -> None:
-        self._set("match_damping", validate.nonnegative("damping", value))
