@@ -29,6 +29,7 @@ import numpy as np
 from pysoft import validate
 from pysoft.components import Pressure, ShapeMatching
 from pysoft.scenes import grid_pairs
+from pysoft.shapes import signed_area
 from pysoft.world import World
 
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
@@ -325,20 +326,19 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
     if segment is not None:
         v = _subdivide(v, validate.positive("segment", segment))
-    twice = float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
-    if not abs(twice) > 0.0:
+    area = signed_area(v)
+    if not abs(area) > 0.0:
         raise ValueError("vertices enclose no area")
-    if twice < 0.0:
+    if area < 0.0:
         v = v[::-1].copy()
     if _self_intersects(v):
         raise ValueError("vertices must form a simple polygon (its edges cross)")
     tri = np.asarray(mapbox_earcut.triangulate_float64(v, np.array([len(v)], dtype=np.uint32)),
                      dtype=np.int64).reshape(-1, 3)
     a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
-    cw = ((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]) < 0.0
-    tri[cw] = tri[cw][:, ::-1]
-    area = 0.5 * np.abs((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
-    tri = tri[area > 1e-6 * area.max()]  # slivers between collinear subdivision points
+    cross = (b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]  # twice the signed area
+    tri[cross < 0.0] = tri[cross < 0.0][:, ::-1]
+    tri = tri[np.abs(cross) > 1e-6 * np.abs(cross).max()]  # slivers between collinear subdivision points
     edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
     edges = np.unique(edges, axis=0)
     m = validate.positive("mass", mass) / len(v)

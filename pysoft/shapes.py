@@ -219,6 +219,11 @@ class Polygon:
         return _polytope(center, np.eye(2), normals, offsets, outline=local, bound=bound, grow=grow)
 
 
+def signed_area(v: np.ndarray) -> float:
+    """Shoelace area of the closed outline ``v`` (n, 2): positive when counter-clockwise."""
+    return 0.5 * float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
+
+
 def convex_ccw(v: np.ndarray) -> np.ndarray:
     """``v`` as a counter-clockwise convex outline; ValueError if it is not convex and simple."""
     edges = np.roll(v, -1, axis=0) - v
@@ -227,7 +232,7 @@ def convex_ccw(v: np.ndarray) -> np.ndarray:
         raise ValueError("vertices must not repeat (an edge has zero length)")
     nxt = np.roll(edges, -1, axis=0)
     cross = edges[:, 0] * nxt[:, 1] - edges[:, 1] * nxt[:, 0]
-    area2 = float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
+    area2 = 2.0 * signed_area(v)
     if abs(area2) <= 1e-12 * float(lengths.max()) ** 2:
         raise ValueError("vertices enclose no area")
     if area2 < 0.0:  # clockwise: reverse into counter-clockwise order

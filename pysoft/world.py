@@ -34,7 +34,7 @@ from pysoft.components import (
     VolumeConstraint,
     _RowView,
 )
-from pysoft.shapes import SHAPES, Shape
+from pysoft.shapes import SHAPES, Shape, signed_area
 from pysoft.store import Store, Table
 from pysoft.systems import BUILT_IN, Pass
 
@@ -235,9 +235,7 @@ class World:
         m = validate.per_row("masses", masses, n)
         if np.isnan(m).any() or (m <= 0.0).any():
             raise ValueError("masses must be > 0 (inf for immovable)")
-        r = validate.per_row("radii", radii, n)
-        if not np.isfinite(r).all() or (r < 0.0).any():
-            raise ValueError("radii must be finite and >= 0")
+        r = self._nonnegative_rows("radii", radii, n)
         pin = np.asarray(pinned)
         if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
             raise ValueError(f"pinned must be a bool or {n} bools")
@@ -519,7 +517,7 @@ class World:
         area = 0.0
         if len(ring) >= 3:
             xy = pos[self.store.rows_of(np.array(ring))]
-            area = 0.5 * float((xy[:, 0] * np.roll(xy[:, 1], -1) - np.roll(xy[:, 0], -1) * xy[:, 1]).sum())
+            area = signed_area(xy)
             if area < 0.0:
                 ring, area = ring[::-1], -area
         if Pressure in kinds and not area > 0.0:
