@@ -13,21 +13,17 @@ of a step runs a C kernel (or its NumPy twin) over contiguous Store arrays.
 True
 """
 
-from pysoft import (
-    _native,
-    build,
-)
-from pysoft.components import (
-    Collider,
-    GravityWell,
-    Particle,
-    Pressure,
-    ShapeMatching,
-    SoftBody,
-    Spring,
-)
+from pysoft import _native, build
+from pysoft._ecs import RemovedError
+from pysoft._pipeline import Priority
+from pysoft._store import CapacityError
+from pysoft.features.bodies import Pressure, ShapeMatching, SoftBody
+from pysoft.features.colliders import Collider
+from pysoft.features.constraints import DistanceConstraint, VolumeConstraint
+from pysoft.features.gravity import GravityWell
+from pysoft.features.particles import Particle
+from pysoft.features.springs import Spring
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
-from pysoft.systems import Priority
 from pysoft.world import INTEGRATORS, Contacts, InstabilityError, World
 
 __version__ = "0.1.0"
@@ -37,9 +33,11 @@ __all__ = [
     "C_AVAILABLE",
     "INTEGRATORS",
     "Box",
+    "CapacityError",
     "Collider",
     "Contacts",
     "Disc",
+    "DistanceConstraint",
     "GravityWell",
     "InstabilityError",
     "Particle",
@@ -47,11 +45,13 @@ __all__ = [
     "Polygon",
     "Pressure",
     "Priority",
+    "RemovedError",
     "Segment",
     "ShapeMatching",
     "SoftBody",
     "Sphere",
     "Spring",
+    "VolumeConstraint",
     "World",
     "__version__",
     "build",

@@ -5,24 +5,28 @@ noisy), with the compared loops interleaved in rounds and the median round
 kept:
 
 * overhead: ``World.step`` over the same C kernels called directly, one
-  foreign call each, on the same arrays (``World._bound``);
+  foreign call each, on the same arrays (the features' bound kernels);
 * C/NumPy: the same scene stepped by a ``backend="python"`` world;
 * ns per spring: the spring kernel alone, divided by the spring count.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import platform
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from pysoft import _native, kernels, scenes
+from pysoft import _kernels as kernels
+from pysoft import _native, scenes
+from pysoft.features.colliders import Colliders
+from pysoft.features.gravity import Gravity
+from pysoft.features.particles import Particles
+from pysoft.features.springs import Springs
 from pysoft.shapes import Plane
 from pysoft.world import World
 
@@ -40,35 +44,29 @@ def _rounds(fns: dict[str, Callable[[], None]], repeat: int, rounds: int) -> dic
 
 
 def _direct_kernels(world: World) -> Callable[[], None]:
-    """One substep's kernels called directly on the world's arrays (no systems)."""
-    b = world._bound
+    """One frame's kernels called directly on the world's arrays (no stages, no systems)."""
+    feature = world._feature
+    gravity = cast(Gravity, feature[Gravity]).term.gravity[0]
+    springs = cast(Springs, feature[Springs]).term.calls[0]
+    particles = cast(Particles, feature[Particles])
+    integrate, unstable = particles.integrators.symplectic_euler, particles.scan.find_unstable
+    colliders = cast(Colliders, feature[Colliders])
+    collide, faces = colliders.term.collide, colliders.faces.flat
+    P, S, C = world.store.particles, world.store.springs, world.store.colliders
     h = world.dt / world.substeps
     rest, max_speed, drag = world.restitution_threshold, world.max_speed, world.drag
-    iterations = world.contact_iterations
-    gravity, springs = (kernels.bind(name, "c", **arrays) for name, arrays in (
-        ("gravity_drag", {"force": b.force, "vel": world.velocities, "gravity": world._gravity,
-                          "mass": world.store.particles.view("mass"),
-                          "inv_mass": world.store.particles.view("inv_mass")}),
-        ("springs", _spring_arrays(world)),
-    ))
-    integrate, collide, unstable = b.symplectic_euler, b.collide, b.find_unstable
+    iterations, dim = world.contact_iterations, world.dim
 
     def frame() -> None:
+        n = P.n
         for _ in range(world.substeps):
-            gravity(drag)
-            springs()
-            integrate(h)
-            collide(iterations, h, rest)
-        unstable(max_speed)
+            gravity(n, dim, drag)
+            springs(S.n, dim)
+            integrate(n, dim, h)
+            collide(n, C.n, faces.n, dim, iterations, h, rest)
+        unstable(n, dim, max_speed)
 
     return frame
-
-
-def _spring_arrays(world: World) -> dict[str, np.ndarray]:
-    s, p = world.store.springs, world.store.particles
-    return {"force": p.view("force"), "pos": p.view("pos"), "vel": p.view("vel"),
-            "pairs": s.view("pairs"), "rest_length": s.view("rest_length"),
-            "stiffness": s.view("stiffness"), "damping": s.view("damping")}
 
 
 def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[str, Any]:
@@ -81,7 +79,7 @@ def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[
         world.step()
     repeat = max(1, int(2e6 // (n + m)))
     direct = _direct_kernels(world)
-    springs = kernels.bind("springs", "c", **_spring_arrays(world))
+    springs = cast(Springs, world._feature[Springs]).probes()["springs"][1]
     passes: dict[str, list[float]] = {}
 
     def step() -> None:
@@ -165,16 +163,17 @@ def bench_small_body(rounds: int = 5) -> dict[str, Any]:
     return {"particles": world.store.particles.n, "substeps": world.substeps, "frame_us": 1e6 * t}
 
 
-def bench_kernels(n: int = 10_000, dim: int = 2, rounds: int = 3) -> list[dict[str, Any]]:
-    """Every registered kernel on generated arrays: ns per row, C and NumPy."""
+def bench_kernels(n: int = 10_000, rounds: int = 3) -> list[dict[str, Any]]:
+    """Every registered kernel in the kernel zoo scene (2D): ns per row, C and NumPy."""
+    probes = {}
+    for backend in ("c", "python"):
+        world = scenes.kernel_zoo(n, backend=backend)
+        world.step()
+        probes[backend] = {name: probe for f in world._features for name, probe in f.probes().items()}
     out = []
-    for name, kernel in kernels.REGISTRY.items():
-        args = kernel.sample(np.random.default_rng(0), n, dim)
-        arrays, scalars = kernels.arrays_of(name, args), kernels.scalars_of(name, args)
-        calls = {be: kernels.bind(name, be, **{k: v.copy() for k, v in arrays.items()})
-                 for be in ("c", "python")}
-        t = _rounds({be: functools.partial(f, *scalars) for be, f in calls.items()}, 20, rounds)
-        rows = len(arrays["pairs"]) if "pairs" in arrays else n
+    for name in kernels.REGISTRY:
+        rows = max(1, probes["c"][name][0])
+        t = _rounds({be: probes[be][name][1] for be in probes}, 20, rounds)
         out.append({"kernel": name, "rows": rows, "c_ns": 1e9 * t["c"] / rows,
                     "numpy_ns": 1e9 * t["python"] / rows, "ratio": t["python"] / t["c"]})
     return out

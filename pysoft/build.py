@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from pysoft import validate
-from pysoft.components import Pressure, ShapeMatching
+from pysoft import _validate as validate
+from pysoft.features.bodies import Pressure, ShapeMatching
 from pysoft.scenes import grid_pairs
 from pysoft.shapes import signed_area
 from pysoft.world import World

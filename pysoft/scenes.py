@@ -158,3 +158,25 @@ def xpbd_cloth(cells: int = 100, **world_args: Any) -> World:
     world = World(dim=2, **world_args)
     build.cloth(world, center=(0.0, 3.0), size=(4.0, 4.0), cells=(cells, cells), pin="top")
     return world
+
+
+def kernel_zoo(particles: int = 10_000, **world_args: Any) -> World:
+    """A scene in which every kernel has work: spring boxes (most of the ``particles``), a
+    gravity well, pressure balls, shape-matched boxes, XPBD boxes with area constraints and
+    the obstacle course's colliders. The benchmark times each kernel in it."""
+    from pysoft import build
+
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
+    for i in range(8):
+        c = np.array([(i % 4 - 1.5) * 0.8, 0.6 + (i // 4) * 0.6])
+        world.add_collider((Box(c, (0.25, 0.06), angle=0.3), Disc(c, 0.2),
+                            Segment(c - np.array((0.3, 0.1)), c + np.array((0.3, 0.1)), 0.03))[i % 3])
+    world.add_gravity_well((0.0, -20.0), strength=50.0)
+    per = BOX_CELLS * BOX_CELLS
+    add_boxes(world, box_origins(max(1, (particles - 3_000) // per), bottom=2.0))
+    for c in _grid_centres(30, 0.8, 8.0):
+        build.ball(world, center=c, radius=0.3)
+        build.box(world, center=c + np.array((10.0, 0.0)), size=(0.5, 0.5), model="shape_matching")
+        build.box(world, center=c + np.array((20.0, 0.0)), size=(0.5, 0.5), model="xpbd")
+    return world

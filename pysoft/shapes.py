@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from pysoft import validate
-
-POLYTOPE, CAPSULE = 0, 1  # the kind codes of csrc/collide.c
+from pysoft import _validate as validate
+from pysoft._constants import CAPSULE, POLYTOPE
 
 
 @dataclass(frozen=True)

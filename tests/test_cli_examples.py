@@ -92,10 +92,10 @@ UNMAP = "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' 
 
 def _source_tree_without_core(tmp_path: pathlib.Path) -> dict[str, str]:
     """A copy of the package without the compiled core, and an environment that imports it."""
-    package = tmp_path / "pysoft"
-    package.mkdir()
-    for source in (ROOT / "pysoft").glob("*.py"):
-        (package / source.name).write_text(source.read_text())
+    for source in (ROOT / "pysoft").rglob("*.py"):
+        copy = tmp_path / source.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(source.read_text())
     return {"PYTHONPATH": str(tmp_path), "PATH": ""}
 
 

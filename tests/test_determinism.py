@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import pysoft
+from pysoft._snapshot import FORMAT_VERSION
 
 BACKENDS = ("c", "python")
 GRID = 4
@@ -171,7 +172,8 @@ CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "truncated-to-header": lambda b: b[:12],
     "empty": lambda b: b"",
     "trailing-bytes": lambda b: b + b"\x00",
-    "version-2": lambda b: _with_version(b, 2),
+    "version-next": lambda b: _with_version(b, FORMAT_VERSION + 1),
+    "version-previous": lambda b: _with_version(b, FORMAT_VERSION - 1),
     "version-0": lambda b: _with_version(b, 0),
 }
 

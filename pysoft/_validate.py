@@ -148,3 +148,18 @@ class Checked(Generic[T]):
 
     def __set__(self, obj: Any, value: Any) -> None:
         setattr(obj, self.slot, self.check(self.name, value))
+
+
+def flag(name: str, value: Any) -> bool:
+    """A bool (Python or NumPy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def nonnegative_rows(name: str, value: Any, count: int) -> np.ndarray:
+    """A scalar or ``count`` values, each finite and >= 0."""
+    out = per_row(name, value, count)
+    if not np.isfinite(out).all() or (out < 0).any():
+        raise ValueError(f"{name} must be finite and >= 0")
+    return out

@@ -6,14 +6,16 @@ Layout (little-endian)::
     version  u32      FORMAT_VERSION
     head_len u32      length of the JSON head
     digest   16 bytes blake2b of head + payload
-    head     JSON     dim, counts, time, array names/shapes/dtypes, entity order
+    head     JSON     dim, time, array names/shapes/dtypes
     payload  the arrays' bytes, in head order
 
-``restore`` parses and checks everything (magic, version, digest, dim,
-counts, entity ids in row order, spring endpoints) before it writes one
-value, so a corrupted or mismatched blob raises ValueError and leaves the
-world unchanged. Restoring into a world of the same topology and settings
-replays bit for bit.
+The arrays are each feature's snapshot fields (``Feature.snapshot``), in
+feature order, plus every table's entity column and the ``ends`` of the
+tables that name particles (the topology). ``restore`` parses and checks
+everything (magic, version, digest, dim, counts, entity ids in row order,
+link endpoints) before it writes one value, so a corrupted or mismatched
+blob raises ValueError and leaves the world unchanged. Restoring into a
+world of the same topology and settings replays bit for bit.
 """
 
 from __future__ import annotations
@@ -21,52 +23,41 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from pysoft.world import World
+from pysoft.features import Features
 
 MAGIC = b"PYSOFT\x00S"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: arrays in feature order (pysoft.features.FEATURES)
 _HEADER = struct.Struct("<8sII16s")
-
-# Everything the next step reads that a user or a step can change.
-_TABLES = {
-    "particles": ("pos", "vel", "mass", "inv_mass", "radius"),
-    "springs": ("rest_length", "stiffness", "damping"),
-    "colliders": ("center", "rotation", "angle", "velocity", "angular_velocity", "restitution",
-                  "friction", "tangential_damping"),
-    "wells": ("center", "strength", "falloff", "min_distance"),
-    "distances": ("rest_length", "compliance"),
-    "volumes": ("rest_volume", "compliance"),
-    "bodies": ("amount", "min_area", "match_stiffness", "match_damping"),
-}
 
 
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _arrays(world: World) -> dict[str, np.ndarray]:
-    s = world.store
+def _state(features: Features) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The saved arrays, and the names of those that are topology (must match on restore)."""
     out: dict[str, np.ndarray] = {}
-    for table_name, fields in _TABLES.items():
-        table = getattr(s, table_name)
-        for name, arr in table.snapshot_fields(("entity", *fields)).items():
-            out[f"{table_name}.{name}"] = arr
-    for table in ("springs", "distances", "volumes"):
-        out[f"{table}.ends"] = getattr(s, table).view("ends").copy()
-    return out
+    topology: list[str] = []
+    for name, table, fields in features.snapshot_tables():
+        for field, arr in table.snapshot_fields(("entity", *fields)).items():
+            out[f"{name}.{field}"] = arr
+        topology.append(f"{name}.entity")
+    for name, table in features.links():
+        out[f"{name}.ends"] = table.view("ends").copy()
+        topology.append(f"{name}.ends")
+    return out, topology
 
 
-def pack(world: World) -> bytes:
-    """Serialise ``world``'s state."""
-    arrays = _arrays(world)
+def pack(features: Features, time: float) -> bytes:
+    """Serialise the state of a world's features and its time."""
+    arrays, _ = _state(features)
     head = json.dumps({
-        "dim": world.dim,
-        "time": world.time.hex(),
+        "dim": features.ctx.dim,
+        "time": time.hex(),
         "arrays": [[k, list(a.shape), a.dtype.str] for k, a in arrays.items()],
     }).encode()
     payload = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
@@ -104,25 +95,23 @@ def _parse(blob: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return head, arrays
 
 
-def unpack(world: World, blob: Any) -> None:
-    """Check ``blob`` against ``world`` and, only if it matches, write it in."""
+def unpack(features: Features, blob: Any) -> float:
+    """Check ``blob`` against the world and, only if it matches, write it in; returns the time."""
     head, arrays = _parse(blob)
-    if head["dim"] != world.dim:
-        raise ValueError(f"blob is of a dim={head['dim']} world, this world has dim={world.dim}")
-    current = _arrays(world)
+    dim = features.ctx.dim
+    if head["dim"] != dim:
+        raise ValueError(f"blob is of a dim={head['dim']} world, this world has dim={dim}")
+    current, topology = _state(features)
     if set(arrays) != set(current):
         raise ValueError("blob does not match this world's layout")
     for name, arr in current.items():
         if arrays[name].shape != arr.shape or arrays[name].dtype != arr.dtype:
             raise ValueError(f"blob does not match this world's topology ({name}: "
                              f"{arrays[name].shape} vs {arr.shape})")
-    for name in ("particles.entity", "springs.entity", "colliders.entity", "wells.entity",
-                 "distances.entity", "volumes.entity", "bodies.entity", "springs.ends",
-                 "distances.ends", "volumes.ends"):
+    for name in topology:
         if not np.array_equal(arrays[name], current[name]):
             raise ValueError(f"blob does not match this world's topology ({name} differ)")
-    for table_name, fields in _TABLES.items():
-        table = getattr(world.store, table_name)
-        for name in fields:
-            table.view(name)[...] = arrays[f"{table_name}.{name}"]
-    world.time = head["time"]
+    for name, table, fields in features.snapshot_tables():
+        for field in fields:
+            table.view(field)[...] = arrays[f"{name}.{field}"]
+    return float(head["time"])

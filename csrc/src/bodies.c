@@ -30,7 +30,7 @@
  * second. The NumPy twin follows the same order.
  */
 #include <math.h>
-#include "pysoft.h"
+#include "internal.h"
 
 void ps_pressure(double *force, const double *pos, const int32_t *outline,
                  const int32_t *body_start, const int32_t *body_count,

@@ -3,12 +3,15 @@
  * The C compiler includes this file and pysoft/_build.py hands the text
  * between the cdef markers to cffi's cdef(), so nothing is declared twice.
  * Keep that region free of preprocessor lines: cffi cannot read them.
+ * The sources are csrc/src/<feature>.c, one per feature or pass (the
+ * comment before each group below names it); csrc/src/internal.h holds the
+ * helpers and constants they share.
  *
  * Every kernel is a pure function over caller-owned arrays: written arrays
  * first, then read-only arrays, then counts, then scalars. Kernels never
  * allocate, keep no state and loop in a fixed order; each documents its
  * accumulation order so that its NumPy twin (same name without the ps_
- * prefix, in pysoft/twins.py) matches it bit for bit.
+ * prefix, in pysoft/twins/<file>.py) matches it bit for bit.
  *
  * Layout: positions, velocities and forces are row-major (n, dim) doubles;
  * per-particle scalars are (n,) doubles; index pairs are (m, 2) int32 rows.
@@ -21,7 +24,7 @@
 
 /* cdef-begin */
 
-/* forces.c */
+/* gravity.c */
 void ps_radial_gravity(double *force, const double *pos, const double *mass,
                        const double *inv_mass, const double *well_center,
                        const double *well_strength, const int32_t *well_falloff,
@@ -29,6 +32,8 @@ void ps_radial_gravity(double *force, const double *pos, const double *mass,
 void ps_gravity_drag(double *force, const double *vel, const double *mass,
                      const double *inv_mass, const double *gravity,
                      int n, int dim, double drag);
+
+/* springs.c */
 void ps_springs(double *force, const double *pos, const double *vel,
                 const int32_t *pairs, const double *rest_length,
                 const double *stiffness, const double *damping,

@@ -52,25 +52,8 @@
  */
 #include <float.h>
 #include <math.h>
-#include "pysoft.h"
+#include "internal.h"
 
-#define PS_POLYTOPE 0
-#define PS_CAPSULE 1
-#define PS_MIN_LENGTH 1e-12
-
-#if defined(__GNUC__)
-#define PS_INLINE static inline __attribute__((always_inline))
-#else
-#define PS_INLINE static inline
-#endif
-
-
-PS_INLINE double dot(const double *a, const double *b, int dim)
-{
-    double s = 0.0;
-    for (int c = 0; c < dim; c++) s = s + a[c] * b[c];
-    return s;
-}
 
 /* local = R^T (world - c) */
 PS_INLINE void to_local(double *out, const double *x, const double *c,
@@ -104,8 +87,8 @@ PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x,
     int f_in = -1, outside = 0, missed = 0;
     for (int f = 0; f < nf; f++) {
         const double *n = fn + (long)f * dim;
-        double d0 = dot(n, p, dim) - fo[f];
-        double d1 = dot(n, x, dim) - fo[f];
+        double d0 = ps_dot(n, p, dim) - fo[f];
+        double d1 = ps_dot(n, x, dim) - fo[f];
         if (d0 >= 0.0) {
             outside = 1;
             if (d1 >= 0.0) {
@@ -126,14 +109,14 @@ PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x,
         /* static: the shallowest face of the grown shape, if x is inside it */
         double best = 0.0;
         for (int f = 0; f < nf; f++) {
-            double s = dot(fn + (long)f * dim, x, dim) - fo[f];
+            double s = ps_dot(fn + (long)f * dim, x, dim) - fo[f];
             if (face < 0 || s > best) { best = s; face = f; }
         }
         if (!(best < r)) return 0.0;
     }
     const double *n = fn + (long)face * dim;
     for (int c = 0; c < dim; c++) nrm[c] = n[c];
-    return r - (dot(n, x, dim) - fo[face]);
+    return r - (ps_dot(n, x, dim) - fo[face]);
 }
 
 /* Closest point on segment [a, b] to y. */
@@ -142,9 +125,9 @@ PS_INLINE void closest_on_segment(double *q, const double *y, const double *a,
 {
     double ab[3], ay[3];
     for (int c = 0; c < dim; c++) { ab[c] = b[c] - a[c]; ay[c] = y[c] - a[c]; }
-    double l2 = dot(ab, ab, dim), t = 0.0;
+    double l2 = ps_dot(ab, ab, dim), t = 0.0;
     if (l2 > 0.0) {
-        t = dot(ay, ab, dim) / l2;
+        t = ps_dot(ay, ab, dim) / l2;
         t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
     }
     for (int c = 0; c < dim; c++) q[c] = a[c] + t * ab[c];
@@ -166,16 +149,16 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
     double rr = R + r, q[3], d[3] = {0.0, 0.0, 0.0}, m[3], ab[3], t_hit = 2.0;
     closest_on_segment(q, p, a, b, dim);
     for (int c = 0; c < dim; c++) m[c] = p[c] - q[c];
-    if (dot(m, m, dim) >= R * R) {
+    if (ps_dot(m, m, dim) >= R * R) {
         /* swept: first time the centre's path p + t (x - p) touches the core */
         for (int c = 0; c < dim; c++) { d[c] = x[c] - p[c]; ab[c] = b[c] - a[c]; }
-        double l2 = dot(ab, ab, dim), dd = dot(d, d, dim);
+        double l2 = ps_dot(ab, ab, dim), dd = ps_dot(d, d, dim);
         if (l2 > 0.0) {  /* the side of the capsule: distance to the axis line */
             for (int c = 0; c < dim; c++) m[c] = p[c] - a[c];
-            double md = dot(m, ab, dim), ddab = dot(d, ab, dim);
+            double md = ps_dot(m, ab, dim), ddab = ps_dot(d, ab, dim);
             double A = dd - ddab * ddab / l2;
-            double B = 2.0 * (dot(m, d, dim) - md * ddab / l2);
-            double C = dot(m, m, dim) - md * md / l2 - R * R;
+            double B = 2.0 * (ps_dot(m, d, dim) - md * ddab / l2);
+            double C = ps_dot(m, m, dim) - md * md / l2 - R * R;
             double t = first_root(A, B, C);
             if (t >= 0.0) {
                 double s = (md + t * ddab) / l2;
@@ -185,7 +168,7 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
         for (int e = 0; e < 2; e++) {  /* the round ends */
             const double *end = e ? b : a;
             for (int c = 0; c < dim; c++) m[c] = p[c] - end[c];
-            double t = first_root(dd, 2.0 * dot(m, d, dim), dot(m, m, dim) - R * R);
+            double t = first_root(dd, 2.0 * ps_dot(m, d, dim), ps_dot(m, m, dim) - R * R);
             if (t >= 0.0 && t < t_hit) t_hit = t;
         }
     }
@@ -197,16 +180,16 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
     } else {
         closest_on_segment(q, x, a, b, dim);
         for (int c = 0; c < dim; c++) m[c] = x[c] - q[c];
-        if (!(dot(m, m, dim) < rr * rr)) return 0.0;
+        if (!(ps_dot(m, m, dim) < rr * rr)) return 0.0;
     }
-    double len = sqrt(dot(m, m, dim));
+    double len = sqrt(ps_dot(m, m, dim));
     if (len > PS_MIN_LENGTH) {
         for (int c = 0; c < dim; c++) nrm[c] = m[c] / len;
     } else {  /* on the axis: no direction is preferred; push along local +y */
         for (int c = 0; c < dim; c++) nrm[c] = c == 1 ? 1.0 : 0.0;
     }
     for (int c = 0; c < dim; c++) m[c] = x[c] - q[c];
-    double depth = rr - dot(nrm, m, dim);
+    double depth = rr - ps_dot(nrm, m, dim);
     return depth > 0.0 ? depth : 0.0;
 }
 
@@ -242,11 +225,11 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                     double off[3], path[3];
                     if (path_len < 0.0) {
                         for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
-                        path_len = sqrt(dot(path, path, dim));
+                        path_len = sqrt(ps_dot(path, path, dim));
                     }
                     for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
                     double lim = bound[j] + grow[j] * radius[i] + path_len;
-                    if (dot(off, off, dim) > lim * lim) continue;
+                    if (ps_dot(off, off, dim) > lim * lim) continue;
                 }
                 to_local(xl, x, c, R, dim);
                 to_local(pl, p0, c, R, dim);
@@ -285,19 +268,19 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             for (int c = 0; c < dim; c++) contact_normal[(long)i * dim + c] = nrm[c];
             double vr[3];
             for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
-            double vn = dot(vr, nrm, dim);
+            double vn = ps_dot(vr, nrm, dim);
             if (!(vn < 0.0)) continue;
             double vn_new = (-vn > rest_speed) ? -restitution[j] * vn : 0.0;
             double dvn = vn_new - vn;
             double vt[3];
             for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];
-            double vt_len = sqrt(dot(vt, vt, dim)), limit = friction[j] * dvn;
+            double vt_len = sqrt(ps_dot(vt, vt, dim)), limit = friction[j] * dvn;
             double scale;
             if (vt_len <= limit) {
                 /* static friction: undo this substep's slip along the surface */
                 double slip[3];
                 for (int c = 0; c < dim; c++) slip[c] = (x[c] - p0[c]) - h * u[c];
-                double sn = dot(slip, nrm, dim);
+                double sn = ps_dot(slip, nrm, dim);
                 for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
                 scale = 0.0;
             } else {

@@ -6,7 +6,7 @@
  * world reports that row's entity instead of letting NaN spread silently.
  */
 #include <math.h>
-#include "pysoft.h"
+#include "internal.h"
 
 #ifndef PS_COMPILE_FLAGS
 #define PS_COMPILE_FLAGS "unknown"

@@ -27,9 +27,8 @@
  * C loop bit for bit.
  */
 #include <math.h>
-#include "pysoft.h"
+#include "internal.h"
 
-#define PS_MIN_LENGTH 1e-12
 
 void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
                       const int32_t *pairs, const double *rest_length,

@@ -1,13 +1,4 @@
-/* forces.c -- the force pass: gravity, linear drag and damped springs.
- *
- * Gravity and drag (ps_gravity_drag) *set* the force array, so it runs first
- * in every force evaluation:
- *
- *     F_i = m_i (g - drag v_i)          for movable particles (inv_mass > 0)
- *     F_i = 0                           for immovable ones
- *
- * drag is a linear air resistance in 1/s (a particle's velocity decays as
- * exp(-drag t) without other forces).
+/* springs.c -- damped springs, in the force pass.
  *
  * Damped springs (ps_springs) *add* to the force array. For a spring from a
  * to b with rest length L0, stiffness k (N/m) and damping c (N s/m):
@@ -27,24 +18,7 @@
  * components run left to right (x, y, z). Compiled with -ffp-contract=off.
  */
 #include <math.h>
-#include "pysoft.h"
-
-#define PS_MIN_LENGTH 1e-12
-
-void ps_gravity_drag(double *force, const double *vel, const double *mass,
-                     const double *inv_mass, const double *gravity,
-                     int n, int dim, double drag)
-{
-    for (int i = 0; i < n; i++) {
-        double *f = force + (long)i * dim;
-        const double *v = vel + (long)i * dim;
-        if (inv_mass[i] == 0.0) {
-            for (int c = 0; c < dim; c++) f[c] = 0.0;
-            continue;
-        }
-        for (int c = 0; c < dim; c++) f[c] = mass[i] * (gravity[c] - drag * v[c]);
-    }
-}
+#include "internal.h"
 
 /* One spring's force f on endpoint a (b receives -f); dimension-generic. */
 static inline int spring_force(double *f, const double *xa, const double *xb,
@@ -105,39 +79,5 @@ void ps_springs(double *force, const double *pos, const double *vel,
             continue;
         for (int c = 0; c < dim; c++) force[a + c] += f[c];
         for (int c = 0; c < dim; c++) force[b + c] -= f[c];
-    }
-}
-
-/* Radial gravity (planets, seed 000): each well pulls every movable particle
- * toward its centre with acceleration strength / d^falloff (m/s^2 at 1 m for
- * falloff 2: strength = G M), d = max(|c - x|, min_distance) so the pull
- * stays finite at the centre. falloff is a small integer (0 constant, 1, 2
- * inverse square, 3), raised by repeated multiplication: no pow(), so the
- * NumPy twin matches bit for bit. Adds F = m a; particles outer, wells inner.
- */
-void ps_radial_gravity(double *force, const double *pos, const double *mass,
-                       const double *inv_mass, const double *well_center,
-                       const double *well_strength, const int32_t *well_falloff,
-                       const double *well_min_distance, int n, int w, int dim)
-{
-    for (int i = 0; i < n; i++) {
-        if (inv_mass[i] == 0.0) continue;
-        const double *x = pos + (long)i * dim;
-        double *f = force + (long)i * dim;
-        for (int j = 0; j < w; j++) {
-            const double *c = well_center + (long)j * dim;
-            double d[3], d2 = 0.0;
-            for (int a = 0; a < dim; a++) {
-                d[a] = c[a] - x[a];
-                d2 = d2 + d[a] * d[a];
-            }
-            double dist = sqrt(d2);
-            if (!(dist > PS_MIN_LENGTH)) continue;  /* at the centre: no direction */
-            double eff = dist > well_min_distance[j] ? dist : well_min_distance[j];
-            double denom = 1.0;
-            for (int e = 0; e < well_falloff[j]; e++) denom = denom * eff;
-            double s = mass[i] * (well_strength[j] / denom) / dist;
-            for (int a = 0; a < dim; a++) f[a] = f[a] + s * d[a];
-        }
     }
 }

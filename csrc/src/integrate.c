@@ -24,7 +24,7 @@
  * Every kernel is elementwise: no accumulation across particles, so the
  * NumPy twins match bit for bit when they evaluate the same expressions.
  */
-#include "pysoft.h"
+#include "internal.h"
 
 #define ROWS(body)                                          \
     for (int i = 0; i < n; i++) {                           \

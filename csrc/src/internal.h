@@ -1,0 +1,35 @@
+/* internal.h -- helpers and constants shared by the C files of the core.
+ *
+ * The constants are defined once, in pysoft/_constants.py; pysoft/_build.py
+ * hands them to the compiler as macros (-DPS_MIN_LENGTH=... and so on), so
+ * the C core and the NumPy twins can never disagree about them:
+ *
+ *   PS_MIN_LENGTH   below this length a spring, constraint or normal has no
+ *                   direction and exerts nothing (coincident points never
+ *                   produce NaN);
+ *   PS_POLYTOPE, PS_CAPSULE   the collider kind codes of collide.c.
+ */
+#ifndef PYSOFT_INTERNAL_H
+#define PYSOFT_INTERNAL_H
+
+#include "pysoft.h"
+
+#if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE)
+#error "build the core through pysoft/_build.py: it defines the shared constants"
+#endif
+
+#if defined(__GNUC__)
+#define PS_INLINE static inline __attribute__((always_inline))
+#else
+#define PS_INLINE static inline
+#endif
+
+/* Dot product summed left to right (x, y, z): the order the twins follow. */
+PS_INLINE double ps_dot(const double *a, const double *b, int dim)
+{
+    double s = 0.0;
+    for (int c = 0; c < dim; c++) s = s + a[c] * b[c];
+    return s;
+}
+
+#endif /* PYSOFT_INTERNAL_H */

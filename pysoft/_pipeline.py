@@ -1,0 +1,227 @@
+"""One substep, stage by stage: what ``World.step`` calls, and in which order.
+
+A :class:`Pipeline` holds the terms the features contributed, per stage:
+
+1. ``forces``      -- :class:`ForceTerm`: gravity (sets the force array),
+                      wells, springs, pressure, shape matching, in that order;
+2. ``integrator``  -- :class:`IntegratorTerm`: the world's integrator (Verlet
+                      and RK4 evaluate the force terms again at other states);
+3. ``constraints`` -- :class:`SubstepTerm`: XPBD distance, then volume;
+4. ``collide``     -- :class:`SubstepTerm`: particles against colliders;
+5. ``finish``      -- :class:`SubstepTerm`: the instability scan.
+
+Each stage is an esper Processor (:class:`Stage`) with a spaced priority, so
+a user's processor added with ``World.add_system(p, priority)`` runs between
+two stages and may edit the Store's views. Every term holds kernels bound
+once to the Store's buffers and passes live counts at each call; no stage
+queries esper or loops over entities, so a step costs O(number of terms) in
+Python. :class:`Settings` are the world's settings, checked on assignment,
+which the terms read.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Protocol
+
+import esper
+import numpy as np
+
+from pysoft import _validate
+
+INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
+
+# The states a force evaluation reads and writes: (position, velocity, force) fields of
+# the particle table. MAIN is the substep's state; Verlet and RK4 evaluate the others.
+FORCE_STATES = (("pos", "vel", "force"), ("pos", "vel_pred", "force1"),
+                ("stage_pos", "v2", "f2"), ("stage_pos", "v3", "f3"), ("stage_pos", "v4", "f4"))
+MAIN, VERLET, RK2, RK3, RK4 = range(len(FORCE_STATES))
+
+
+class InstabilityError(RuntimeError):
+    """A particle's state went non-finite or faster than ``World.max_speed``."""
+
+    def __init__(self, message: str, entity: int, row: int) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.row = row
+
+
+class Settings:
+    """A world's settings; each assignment is checked, and the terms read ``_<name>``."""
+
+    _gravity: np.ndarray
+    _dt: float
+    _substeps: int
+    _max_dt: float
+    _drag: float
+    _integrator: str
+    _restitution_threshold: float
+    _max_speed: float
+    _on_instability: str
+    _contact_iterations: int
+    _constraint_iterations: int
+    dim: int
+
+    dt = _validate.Checked(_validate.positive, "Default frame length (s) of ``step()``.")
+    substeps = _validate.Checked(lambda n, v: _validate.integer(n, v, 1), "Substeps per frame.")
+    max_dt = _validate.Checked(_validate.positive, "Frame length cap (s): a longer frame is clamped to it.")
+    drag = _validate.Checked(_validate.nonnegative, "Linear air resistance (1/s).")
+    integrator = _validate.Checked(_validate.choice(INTEGRATORS), "One of ``INTEGRATORS``.")
+    restitution_threshold = _validate.Checked(
+        _validate.nonnegative, "Approach speed (m/s) below which a contact does not bounce.")
+    max_speed = _validate.Checked(_validate.positive,
+                                  "Speed (m/s) above which a particle counts as unstable.")
+    contact_iterations = _validate.Checked(
+        lambda n, v: _validate.integer(n, v, 1),
+        "Contact searches per particle and substep (default dim): settles corners of several shapes.")
+    constraint_iterations = _validate.Checked(
+        lambda n, v: _validate.integer(n, v, 1),
+        "XPBD solver sweeps per substep (default 2; more substeps converge better than more sweeps).")
+    on_instability = _validate.Checked(
+        _validate.choice(("raise", "warn", "ignore")),
+        '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Uniform gravity (m/s^2); a copy, assign to change it."""
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value: Any) -> None:
+        self._gravity[:] = _validate.vector("gravity", value, self.dim)  # kernels hold this array
+
+
+class ForceTerm(Protocol):
+    """Adds (or, for gravity, sets) forces at one of the FORCE_STATES."""
+
+    def evaluate(self, state: int) -> None: ...
+
+
+class SubstepTerm(Protocol):
+    """A pass of one substep of length ``h`` seconds."""
+
+    def run(self, h: float) -> None: ...
+
+
+class IntegratorTerm(Protocol):
+    """The integrators: advance the substep; the XPBD velocity update."""
+
+    def after_forces(self) -> None: ...
+
+    def run(self, h: float, pipeline: Pipeline) -> None: ...
+
+    def velocity_from_positions(self, h: float) -> None: ...
+
+
+class Pipeline:
+    """The terms of one substep, per stage, and where in the frame the step is."""
+
+    integrator: IntegratorTerm  # set by the particle feature
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.forces: list[ForceTerm] = []
+        self.constraints: list[SubstepTerm] = []
+        self.collide: list[SubstepTerm] = []
+        self.finish: list[SubstepTerm] = []
+        self.substep = 0  # index of the running substep within the frame
+        self.time = 0.0  # simulated seconds before this frame
+
+    @property
+    def last_substep(self) -> bool:
+        return self.substep == self.settings._substeps - 1
+
+    def evaluate_forces(self, state: int) -> None:
+        for term in self.forces:
+            term.evaluate(state)
+
+
+class Priority(IntEnum):
+    """Priorities of the built-in stages (esper runs higher first); give yours one in between."""
+
+    FORCES = 500
+    INTEGRATE = 400
+    CONSTRAINTS = 300
+    COLLIDE = 200
+    FINISH = 100
+
+
+class Stage(esper.Processor):
+    """A built-in stage: runs its pipeline's terms for one substep."""
+
+    name = "stage"
+    default_priority = 0
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.priority = self.default_priority
+
+    def process(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Forces(Stage):
+    """Every force term at the substep's state (gravity first: it resets the forces)."""
+
+    name = "forces"
+    default_priority = Priority.FORCES
+
+    def process(self, h: float) -> None:
+        self.pipeline.evaluate_forces(MAIN)
+        self.pipeline.integrator.after_forces()
+
+
+class Integrate(Stage):
+    """Advance positions and velocities with the world's integrator."""
+
+    name = "integrate"
+    default_priority = Priority.INTEGRATE
+
+    def process(self, h: float) -> None:
+        self.pipeline.integrator.run(h, self.pipeline)
+
+
+class Constraints(Stage):
+    """XPBD constraints (velocities follow the corrections); with the "xpbd" integrator, then
+    the velocity update v = (x - p) / h.
+
+    The velocity update runs here, before collisions, so that the collide
+    stage's restitution and friction act on the final velocities (see the
+    README's design notes).
+    """
+
+    name = "constraints"
+    default_priority = Priority.CONSTRAINTS
+
+    def process(self, h: float) -> None:
+        p = self.pipeline
+        for term in p.constraints:
+            term.run(h)
+        if p.settings._integrator == "xpbd":
+            p.integrator.velocity_from_positions(h)
+
+
+class Collide(Stage):
+    """Particles against colliders: push-out, restitution, Coulomb friction."""
+
+    name = "collide"
+    default_priority = Priority.COLLIDE
+
+    def process(self, h: float) -> None:
+        for term in self.pipeline.collide:
+            term.run(h)
+
+
+class Finish(Stage):
+    """Diagnostics at the end of a frame: report the first unstable particle."""
+
+    name = "finish"
+    default_priority = Priority.FINISH
+
+    def process(self, h: float) -> None:
+        for term in self.pipeline.finish:
+            term.run(h)
+
+
+STAGES = (Forces, Integrate, Constraints, Collide, Finish)

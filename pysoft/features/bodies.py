@@ -1,0 +1,340 @@
+"""Soft bodies: member particles, an outline, and the models that hold their shape --
+gas pressure and shape matching (``csrc/src/bodies.c``).
+
+A body's members (with their rest offsets) and its outline are ragged rows
+in the Store (``Ragged``): the kernels read each body's range through the
+body table's ``*_start`` / ``*_count`` columns, and a model a body lacks has
+a count of 0, so nothing rebinds when bodies come and go.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from pysoft import _validate
+from pysoft._ecs import RemovedError, RowView
+from pysoft._kernels import Arg, Kernel, register
+from pysoft._store import Field, Incidence, Ragged, Table
+from pysoft.features._feature import Context, Feature, PerState
+from pysoft.shapes import signed_area
+
+MAX_BODIES = 1 << 20
+MAX_MEMBERS = 1 << 25
+
+
+def _check_ranges(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]], None]:
+    def check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        nb = sizes["b"]
+        start, count, idx = arrays["body_start"][:nb], arrays["body_count"][:nb], arrays[index]
+        if (count < 0).any() or (start < 0).any() or (start.astype(np.int64) + count > len(idx)).any():
+            raise ValueError(f"body_start/body_count reach outside {index}")
+        if idx.size and (idx.min() < 0 or idx.max() >= sizes["n"]):
+            raise ValueError(f"{index} holds rows outside [0, {sizes['n']})")
+        if sizes.get("dim", 2) != 2 and count.any():
+            raise ValueError("body models are 2D for now (dim must be 2)")
+
+    return check
+
+
+_P, _S, _B = ("n", "dim"), ("n",), ("b",)
+_RANGES = (Arg("body_start", _B, np.int32), Arg("body_count", _B, np.int32))
+register(
+    Kernel("pressure", "bodies",
+           (Arg("force", _P), Arg("pos", _P), Arg("outline", ("e",), np.int32), *_RANGES,
+            Arg("amount", _B), Arg("min_area", _B)),
+           ("b", "dim"), (), ("force",), check=_check_ranges("outline")),
+    Kernel("shape_match", "bodies",
+           (Arg("force", _P), Arg("pos", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
+            Arg("members", ("e",), np.int32), Arg("rest", ("e", "dim")), *_RANGES,
+            Arg("stiffness", _B), Arg("damping", _B)),
+           ("b", "dim"), (), ("force",), check=_check_ranges("members")),
+)
+
+
+class _Model:
+    """A body model: holds its parameters until attached, then views its body's row."""
+
+    __slots__ = ("_pending", "entity", "table")
+    _fields: tuple[str, ...] = ()
+
+    def __init__(self, **values: float) -> None:
+        self._pending = values
+        self.table: Table | None = None
+        self.entity = -1
+
+    def _get(self, field: str) -> float:
+        if self.table is None:
+            return float(self._pending[field])
+        return float(self.table.arrays[field][self._row()])
+
+    def _set(self, field: str, value: float) -> None:
+        if self.table is None:
+            self._pending[field] = value
+        else:
+            self.table.arrays[field][self._row()] = value
+
+    def _row(self) -> int:
+        try:
+            return cast(Table, self.table).row_of[self.entity]
+        except KeyError:
+            raise RemovedError(f"{type(self).__name__} of body {self.entity} was removed "
+                               "from its world") from None
+
+    def attach(self, table: Table, entity: int) -> None:
+        """Bind to a body (World.add_body does this); a model serves one body."""
+        self.table, self.entity = table, entity
+        for field, value in self._pending.items():
+            self._set(field, value)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={self._get(f)!r}" for f in self._pending)
+        return f"{type(self).__name__}({args})"
+
+
+class _ModelField:
+    """A model parameter: a body-table column once attached, a pending value before; checked."""
+
+    def __init__(self, field: str, name: str, doc: str) -> None:
+        self.field, self.name, self.__doc__ = field, name, doc
+
+    def __get__(self, model: _Model | None, owner: Any = None) -> Any:
+        return self if model is None else model._get(self.field)
+
+    def __set__(self, model: _Model, value: Any) -> None:
+        model._set(self.field, _validate.nonnegative(self.name, value))
+
+
+class Pressure(_Model):
+    """Ideal-gas pressure: ``amount`` = nRT (J, i.e. N m in 2D); pressure = amount / area."""
+
+    __slots__ = ()
+
+    amount = _ModelField("amount", "amount", "nRT (N m in 2D): the pressure is amount / area.")
+
+    def __init__(self, amount: float) -> None:
+        super().__init__(amount=_validate.nonnegative("amount", amount))
+
+
+class ShapeMatching(_Model):
+    """Springs to the best-fit rotated rest shape: ``stiffness`` (1/s^2), ``damping`` (1/s)."""
+
+    __slots__ = ()
+
+    stiffness = _ModelField("match_stiffness", "stiffness",
+                            "Pull toward the rest shape per metre of offset (1/s^2).")
+    damping = _ModelField("match_damping", "damping",
+                          "Pull of velocities toward the body's rigid motion (1/s).")
+
+    def __init__(self, stiffness: float = 200.0, damping: float = 5.0) -> None:
+        super().__init__(match_stiffness=_validate.nonnegative("stiffness", stiffness),
+                         match_damping=_validate.nonnegative("damping", damping))
+
+
+class SoftBody(RowView):
+    """A body: its member particles, its outline (counter-clockwise), and its models.
+
+    ``particles`` and ``outline`` are entity lists read from the Store;
+    removing a particle drops it from every body. ``rest`` holds the members'
+    rest offsets from their centroid (shape matching's rest shape).
+    """
+
+    __slots__ = ("_members", "_outline", "models")
+
+    def __init__(self, table: Table, members: Ragged, outline: Ragged, models: tuple[Any, ...]) -> None:
+        super().__init__(table)
+        self._members, self._outline, self.models = members, outline, models
+
+    @property
+    def particles(self) -> list[int]:
+        """Member particle entities."""
+        return [int(e) for e in self._members.get(self.row, "particle")]
+
+    @property
+    def outline(self) -> list[int]:
+        """Outline particle entities, counter-clockwise."""
+        return [int(e) for e in self._outline.get(self.row, "particle")]
+
+    @property
+    def rest(self) -> np.ndarray:
+        """Rest offsets of the members from their centroid (a copy)."""
+        return self._members.get(self.row, "rest").copy()
+
+    @property
+    def pressure(self) -> Pressure | None:
+        """The body's Pressure model, if it has one."""
+        return next((m for m in self.models if isinstance(m, Pressure)), None)
+
+    @property
+    def shape_matching(self) -> ShapeMatching | None:
+        """The body's ShapeMatching model, if it has one."""
+        return next((m for m in self.models if isinstance(m, ShapeMatching)), None)
+
+
+class _BodyTerm:
+    """Pressure then shape matching, bound for every force state."""
+
+    def __init__(self, ctx: Context, B: Table, members: Table, outline: Table) -> None:
+        self.ctx, self.B = ctx, B
+        a, b = ctx.store.particles.arrays, B.arrays
+        shared = {"mass": a["mass"], "inv_mass": a["inv_mass"]}
+        self.pressure = PerState(lambda p, v, f: ctx.bind(
+            "pressure", force=a[f], pos=a[p], outline=outline.arrays["rows"],
+            body_start=b["outline_start"], body_count=b["pressure_count"], amount=b["amount"],
+            min_area=b["min_area"]))
+        self.matching = PerState(lambda p, v, f: ctx.bind(
+            "shape_match", force=a[f], pos=a[p], vel=a[v], **shared, members=members.arrays["rows"],
+            rest=members.arrays["rest"], body_start=b["member_start"], body_count=b["match_count"],
+            stiffness=b["match_stiffness"], damping=b["match_damping"]))
+        self.with_pressure = self.with_matching = 0  # bodies that have each model
+
+    def evaluate(self, state: int) -> None:
+        nb, dim = self.B.n, self.ctx.dim
+        if self.with_pressure:
+            self.pressure[state](nb, dim)
+        if self.with_matching:
+            self.matching[state](nb, dim)
+
+
+class Bodies(Feature):
+    """Soft bodies and their models."""
+
+    kinds = (SoftBody,)
+    snapshot = (("bodies", ("amount", "min_area", "match_stiffness", "match_damping")),)
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        i32, f64 = Field((), np.int32), Field((), np.float64)
+        self.table = B = ctx.store.table("bodies", {
+            "member_start": i32, "member_count": i32, "outline_start": i32, "outline_count": i32,
+            "pressure_count": i32, "match_count": i32, "amount": f64, "min_area": f64,
+            "match_stiffness": f64, "match_damping": f64, "entity": Field((), np.int64, -1),
+        }, MAX_BODIES)
+        particle = Field((), np.int64, -1)  # the member's particle entity
+        members = ctx.store.table("body_members", {"rows": i32, "particle": particle,
+                                                   "rest": Field((ctx.dim,), np.float64)}, MAX_MEMBERS)
+        outline = ctx.store.table("body_outlines", {"rows": i32, "particle": particle}, MAX_MEMBERS)
+        self.members, self.outline = Ragged(B, "member", members), Ragged(B, "outline", outline)
+        self.incidence = Incidence()
+        self.term = _BodyTerm(ctx, B, members, outline)
+        ctx.pipeline.forces.append(self.term)
+
+    def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
+                 particles: Sequence[int] | None = None) -> int:
+        """A soft body: ``outline`` particle entities (counter-clockwise; clockwise is reversed),
+        models (``Pressure``, ``ShapeMatching``), and optionally all its ``particles``
+        (default: the outline). Bodies may share particles. 2D for now.
+        """
+        if self.ctx.dim != 2:
+            raise ValueError("add_body: body models are 2D for now (this world has dim=3)")
+        ring = self._particle_list("outline", outline)
+        members = ring if particles is None else self._particle_list("particles", particles)
+        if not set(ring.tolist()) <= set(members.tolist()):
+            raise ValueError("outline must be a subset of particles")
+        kinds = [type(m) for m in models]
+        for m in models:
+            if not isinstance(m, (Pressure, ShapeMatching)):
+                raise ValueError(f"models must be Pressure or ShapeMatching, got {type(m).__name__}")
+            if m.table is not None:
+                raise ValueError(f"this {type(m).__name__} already belongs to a body; make a new one")
+        if len(set(kinds)) != len(kinds):
+            raise ValueError("models: at most one of each kind per body")
+        P = self.ctx.store.particles
+        pos = P.arrays["pos"]
+        area = 0.0
+        if len(ring) >= 3:
+            area = signed_area(pos[P.rows(ring)])
+            if area < 0.0:
+                ring, area = ring[::-1].copy(), -area
+        if Pressure in kinds and not area > 0.0:
+            raise ValueError("outline must enclose an area (3 or more particles, not collinear) "
+                             "for Pressure")
+        B = self.table
+        B.room(1, "add_body")
+        self.members.flat.room(len(members), "add_body")
+        self.outline.flat.room(len(ring), "add_body")
+        xy = pos[P.rows(members)]
+        entity = int(self.ctx.ecs.create(1, lambda: SoftBody(B, self.members, self.outline,
+                                                             models))[0])
+        row = B.add(1, min_area=1e-3 * area, entity=[entity])
+        self.members.assign(row, rows=P.rows(members).astype(np.int32), particle=members,
+                            rest=xy - xy.mean(axis=0))
+        self.outline.assign(row, rows=P.rows(ring).astype(np.int32), particle=ring)
+        for m in models:
+            m.attach(B, entity)
+            self.ctx.ecs.add_component(entity, m)
+        self.incidence.add(members[None, :], np.array([entity]))
+        self._counts(row)
+        return entity
+
+    def _particle_list(self, name: str, entities: Sequence[int]) -> np.ndarray:
+        ids = _validate.array(name, entities, (None,), integral=True)
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError(f"{name} names a particle twice")
+        row_of = self.ctx.store.particles.row_of
+        bad = [e for e in ids.tolist() if e not in row_of]
+        if bad:
+            raise KeyError(f"{name}: entity {bad[0]} is not a live particle of this world")
+        return ids
+
+    def _counts(self, row: int) -> None:
+        """Set a body's model counts from its ranges and models (0: the kernel skips it)."""
+        B, term = self.table, self.term
+        body = cast(SoftBody, self.ctx.ecs.components[int(B.arrays["entity"][row])])
+        had = B.arrays["pressure_count"][row] > 0, B.arrays["match_count"][row] > 0
+        outline = int(B.arrays["outline_count"][row])
+        B.arrays["pressure_count"][row] = outline if body.pressure is not None and outline >= 3 else 0
+        B.arrays["match_count"][row] = (B.arrays["member_count"][row]
+                                        if body.shape_matching is not None else 0)
+        term.with_pressure += int(B.arrays["pressure_count"][row] > 0) - int(had[0])
+        term.with_matching += int(B.arrays["match_count"][row] > 0) - int(had[1])
+
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        B, dim = self.table, self.ctx.dim
+        return {"pressure": (int(B.view("pressure_count").sum()),
+                             functools.partial(self.term.pressure[0], B.n, dim)),
+                "shape_match": (int(B.view("match_count").sum()),
+                                functools.partial(self.term.matching[0], B.n, dim))}
+
+    def body(self, entity: int) -> SoftBody:
+        """The SoftBody component of ``entity``."""
+        return self.ctx.ecs.get(entity, SoftBody, "body")
+
+    def remove(self, entities: list[int]) -> None:
+        B = self.table
+        for e in entities:
+            row = B.row_of[e]
+            self.incidence.discard(self.members.get(row, "particle").tolist(), e)
+            self.members.release(row)
+            self.outline.release(row)
+            self._counts(row)
+        B.remove_rows(B.rows(entities))
+        self.ctx.ecs.delete(entities)
+
+    def drop_particles(self, particles: list[int]) -> None:
+        doomed = set(particles)
+        for body in self.incidence.owners(particles):
+            row = self.table.row_of[body]
+            gone = [e for e in self.members.get(row, "particle").tolist() if e in doomed]
+            for ragged in (self.outline, self.members):
+                names = ragged.get(row, "particle").tolist()
+                for i in reversed([i for i, e in enumerate(names) if e in doomed]):
+                    ragged.delete(row, i)
+            rest = self.members.get(row, "rest")
+            if len(rest):  # rest offsets are about the members' centroid: re-centre
+                rest -= rest.mean(axis=0)
+            self.incidence.discard(gone, body)
+            self._counts(row)
+
+    def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
+        new_row = dict(zip(entities.tolist(), rows.tolist(), strict=True))
+        for body in self.incidence.owners(new_row):
+            row = self.table.row_of[body]
+            for ragged in (self.members, self.outline):
+                names, idx = ragged.get(row, "particle"), ragged.get(row, "rows")
+                for i, e in enumerate(names.tolist()):
+                    if e in new_row:
+                        idx[i] = new_row[e]

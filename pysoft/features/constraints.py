@@ -1,0 +1,205 @@
+"""XPBD constraints: distance, and area (2D) / volume (3D) over simplices, with
+compliance (``csrc/src/constraints.c``).
+
+Each constraint table is solved in batches of constraints that share no
+particle (``pysoft._coloring``), kept up to date as constraints come and go.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from pysoft import _validate
+from pysoft._coloring import Batches
+from pysoft._ecs import Column, RowView
+from pysoft._kernels import Arg, Kernel, register
+from pysoft._store import Field
+from pysoft.features._feature import PROBE_H, Context, Feature
+from pysoft.features._links import Links, Pair, pair_entities
+from pysoft.twins.constraints import _simplex
+
+MAX_CONSTRAINTS = 1 << 25
+
+
+def _check_batches(index: str) -> Any:
+    def check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        order, start, m = arrays["order"], arrays["batch_start"], len(arrays[index])
+        if len(order) != m or (m and not np.array_equal(np.sort(order), np.arange(m))):
+            raise ValueError("order must be a permutation of the constraints")
+        if len(start) < 1 or start[0] != 0 or start[-1] != m or (np.diff(start) < 0).any():
+            raise ValueError("batch_start must rise from 0 to the constraint count")
+
+    return check
+
+
+_P, _S = ("n", "dim"), ("n",)
+_SOLVE = (Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.int32))
+register(
+    Kernel("xpbd_distance", "constraints",
+           (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
+            Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
+            Arg("compliance", ("m",)), *_SOLVE),
+           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"),
+           index_args=(("pairs", "n"),), check=_check_batches("pairs")),
+    Kernel("xpbd_volume", "constraints",
+           (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
+            Arg("simplices", ("m", "dim+1"), np.int32), Arg("rest_volume", ("m",)),
+            Arg("compliance", ("m",)), *_SOLVE),
+           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"),
+           index_args=(("simplices", "n"),), check=_check_batches("simplices")),
+)
+
+
+class DistanceConstraint(Pair):
+    """An XPBD distance constraint between particles ``a`` and ``b``."""
+
+    __slots__ = ()
+
+    rest_length = Column("rest_length", "Rest length (m).", _validate.nonnegative)
+    compliance = Column("compliance", "Compliance (m/N): 0 is rigid, 1/k is a spring of k.",
+                        _validate.nonnegative)
+
+
+class VolumeConstraint(RowView):
+    """An XPBD constraint on a simplex's signed area (2D triangle) or volume (3D tetrahedron)."""
+
+    __slots__ = ()
+
+    rest_volume = Column("rest_volume", "Rest area (m^2, 2D) or volume (m^3, 3D), signed.")
+    compliance = Column("compliance", "Compliance: 0 keeps the area or volume exactly.",
+                        _validate.nonnegative)
+
+    @property
+    def particles(self) -> list[int]:
+        """The simplex's particle entities."""
+        return [int(e) for e in self.table.arrays["ends"][self.row]]
+
+
+class _Solver:
+    """One constraint kind: its links, batches and bound kernel."""
+
+    def __init__(self, ctx: Context, kernel: str, name: str, width: int, index: str,
+                 rest: str) -> None:
+        self.ctx, self.kernel = ctx, kernel
+        self.links = Links(ctx, name, width, index, {
+            rest: Field((), np.float64), "compliance": Field((), np.float64),
+            "lambda": Field((), np.float64), "colour": Field((), np.int32),
+            "slot": Field((), np.int32)}, MAX_CONSTRAINTS)
+        self.table = T = self.links.table
+        self.batches = Batches(T)
+        a = ctx.store.particles.arrays
+        self.solve = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["inv_mass"],
+                              **{"lambda": T.arrays["lambda"], index: T.arrays[index],
+                                 rest: T.arrays[rest], "compliance": T.arrays["compliance"],
+                                 "order": self.batches.order, "batch_start": self.batches.start})
+
+    def add(self, what: str, make: Any, ends: np.ndarray, rows: np.ndarray, **values: Any) -> list[int]:
+        entities = self.links.add(what, make, ends, rows, **values)
+        self.batches.add(np.arange(self.table.n - len(ends), self.table.n))
+        return cast(list[int], entities.tolist())
+
+    def remove(self, entities: list[int]) -> None:
+        self.batches.remove(self.table.rows(entities))
+        _, moved_from, moved_to = self.links.remove(entities)
+        self.batches.moved(moved_from, moved_to)
+
+
+class _ConstraintTerm:
+    """Zero the multipliers, then ``constraint_iterations`` sweeps: distances, then volumes."""
+
+    def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
+        self.ctx, self.solvers = ctx, solvers
+
+    def run(self, h: float) -> None:
+        live = [s for s in self.solvers if s.table.n]
+        for s in live:  # multipliers accumulate over one substep's iterations
+            s.table.arrays["lambda"][: s.table.n] = 0.0
+        dim = self.ctx.dim
+        for _ in range(self.ctx.settings._constraint_iterations if live else 0):
+            for s in live:
+                s.solve(s.table.n, s.batches.colours, dim, h)
+
+
+class Constraints(Feature):
+    """XPBD distance and volume constraints."""
+
+    kinds = (DistanceConstraint, VolumeConstraint)
+    snapshot = (("distances", ("rest_length", "compliance")), ("volumes", ("rest_volume", "compliance")))
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.distances = _Solver(ctx, "xpbd_distance", "distances", 2, "pairs", "rest_length")
+        self.volumes = _Solver(ctx, "xpbd_volume", "volumes", ctx.dim + 1, "simplices", "rest_volume")
+        ctx.pipeline.constraints.append(_ConstraintTerm(ctx, (self.distances, self.volumes)))
+
+    def add_distance_constraint(self, a: int, b: int, compliance: float = 0.0,
+                                rest_length: float | None = None) -> int:
+        """An XPBD distance constraint (compliance in m/N; 0 is rigid); rest length defaults
+        to the current distance."""
+        pair = pair_entities(self.ctx, a, b)
+        rest = None if rest_length is None else [_validate.nonnegative("rest_length", rest_length)]
+        return self.add_distance_constraints(pair, _validate.nonnegative("compliance", compliance),
+                                             rest)[0]
+
+    def add_distance_constraints(self, pairs: Any, compliance: Any = 0.0,
+                                 rest_lengths: Any = None) -> list[int]:
+        """XPBD distance constraints in bulk over (M, 2) particle entities."""
+        links = self.distances.links
+        ends, rows = links.resolve("pairs", pairs)
+        alpha = _validate.nonnegative_rows("compliance", compliance, len(ends))
+        rest = (links.lengths(rows) if rest_lengths is None
+                else _validate.nonnegative_rows("rest_lengths", rest_lengths, len(ends)))
+        table = links.table
+        return self.distances.add("add_distance_constraints", lambda: DistanceConstraint(table),
+                                  ends, rows, rest_length=rest, compliance=alpha)
+
+    def add_volume_constraint(self, particles: Sequence[int], compliance: float = 0.0) -> int:
+        """An XPBD constraint keeping a triangle's area (2D: 3 particles) or a tetrahedron's
+        volume (3D: 4 particles) at its current signed value."""
+        return self.add_volume_constraints([list(particles)],
+                                           _validate.nonnegative("compliance", compliance))[0]
+
+    def add_volume_constraints(self, simplices: Any, compliance: Any = 0.0) -> list[int]:
+        """Volume constraints in bulk over (M, dim + 1) particle entities."""
+        links, dim = self.volumes.links, self.ctx.dim
+        ends, rows = links.resolve("simplices", simplices)
+        alpha = _validate.nonnegative_rows("compliance", compliance, len(ends))
+        pos = self.ctx.store.particles.arrays["pos"]
+        rest = _simplex(pos, rows, dim)[0]
+        span = np.ptp(pos[rows.reshape(-1)], axis=0).max() if len(rows) else 0.0
+        if len(rest) and not (np.abs(rest) > 1e-12 * span**dim).all():
+            raise ValueError("simplices: a simplex has zero area/volume (collinear or coplanar points)")
+        table = links.table
+        return self.volumes.add("add_volume_constraints", lambda: VolumeConstraint(table),
+                                ends, rows, rest_volume=rest, compliance=alpha)
+
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        dim = self.ctx.dim
+        return {s.kernel: (s.table.n, functools.partial(s.solve, s.table.n, s.batches.colours, dim,
+                                                        PROBE_H))
+                for s in (self.distances, self.volumes)}
+
+    def distance_constraint(self, entity: int) -> DistanceConstraint:
+        """The DistanceConstraint component of ``entity``."""
+        return self.ctx.ecs.get(entity, DistanceConstraint, "distance constraint")
+
+    def volume_constraint(self, entity: int) -> VolumeConstraint:
+        """The VolumeConstraint component of ``entity``."""
+        return self.ctx.ecs.get(entity, VolumeConstraint, "volume constraint")
+
+    def remove(self, entities: list[int]) -> None:
+        for solver in (self.distances, self.volumes):
+            own = [e for e in entities if e in solver.table.row_of]
+            if own:
+                solver.remove(own)
+
+    def links_of(self, particles: list[int]) -> list[int]:
+        return self.distances.links.links_of(particles) + self.volumes.links.links_of(particles)
+
+    def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
+        self.distances.links.particles_moved(entities, rows)
+        self.volumes.links.particles_moved(entities, rows)

@@ -1,0 +1,287 @@
+"""Particles: the particle table, the ``Particle`` component, the integrators and the
+instability scan (``csrc/src/integrate.c``, ``csrc/src/finish.c``).
+
+Every other feature names particles; this one owns their rows. Rows are
+dense: removing particles moves the last rows into the holes, and the
+features whose rows name particles renumber them (``particles_moved``).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from pysoft import _validate
+from pysoft._ecs import Column, RowView, Vector
+from pysoft._kernels import Arg, Kernel, register
+from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
+from pysoft._store import Field, Table
+from pysoft.features._feature import PROBE_H, Context, Feature
+
+MAX_PARTICLES = 1 << 24  # rows reserved per world (address space only until used)
+
+_P = ("n", "dim")  # a per-particle vector array
+_S = ("n",)  # a per-particle scalar array
+_STEP = (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("force", _P), Arg("inv_mass", _S))
+
+register(
+    Kernel("symplectic_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos")),
+    Kernel("explicit_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos")),
+    Kernel("verlet_drift", "integrate",
+           (Arg("pos", _P), Arg("vel_pred", _P), Arg("prev_pos", _P), Arg("vel", _P),
+            Arg("force", _P), Arg("inv_mass", _S)),
+           ("n", "dim"), ("h",), ("pos", "vel_pred", "prev_pos")),
+    Kernel("verlet_kick", "integrate",
+           (Arg("vel", _P), Arg("force0", _P), Arg("force1", _P), Arg("inv_mass", _S)),
+           ("n", "dim"), ("h",), ("vel",)),
+    Kernel("rk4_stage", "integrate",
+           (Arg("pos_out", _P), Arg("vel_out", _P), Arg("pos", _P), Arg("vel", _P),
+            Arg("dpos", _P), Arg("force", _P), Arg("inv_mass", _S)),
+           ("n", "dim"), ("c",), ("pos_out", "vel_out")),
+    Kernel("rk4_combine", "integrate",
+           (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("v1", _P), Arg("v2", _P),
+            Arg("v3", _P), Arg("v4", _P), Arg("f1", _P), Arg("f2", _P), Arg("f3", _P), Arg("f4", _P),
+            Arg("inv_mass", _S)),
+           ("n", "dim"), ("h",), ("pos", "vel", "prev_pos")),
+    Kernel("xpbd_predict", "integrate",
+           (Arg("pos", _P), Arg("prev_pos", _P), Arg("vel", _P), Arg("force", _P),
+            Arg("inv_mass", _S)),
+           ("n", "dim"), ("h",), ("pos", "prev_pos", "vel")),
+    Kernel("xpbd_velocity", "integrate",
+           (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
+           ("n", "dim"), ("h",), ("vel",)),
+    Kernel("find_unstable", "finish", (Arg("pos", _P), Arg("vel", _P)), ("n", "dim"),
+           ("max_speed",), ()),
+)
+
+
+class Particle(RowView):
+    """A point mass. SI units: m, m/s, kg, m."""
+
+    __slots__ = ()
+
+    position = Vector("pos", "position", "Position (m), a writable view of the Store row.")
+    velocity = Vector("vel", "velocity", "Velocity (m/s), a writable view of the Store row.")
+    force = Vector("force", "force", "Force of the current substep (N); user systems may add to it.")
+    mass = Column("mass", "Mass (kg); ``inf`` for an immovable particle.")
+    inv_mass = Column("inv_mass", "1 / mass (1/kg); 0 when pinned or of infinite mass.")
+    radius = Column("radius", "Collision radius (m).")
+
+    @property
+    def pinned(self) -> bool:
+        """True if the particle never moves."""
+        return bool(self.inv_mass == 0.0)
+
+
+class Integrators:
+    """The integrate.c kernels bound to the particle table, and the integrator switch."""
+
+    def __init__(self, ctx: Context, P: Table) -> None:
+        self.ctx, self.P = ctx, P
+        a, bind = P.arrays, ctx.bind
+        moving = {"pos": a["pos"], "vel": a["vel"], "inv_mass": a["inv_mass"], "prev_pos": a["prev_pos"]}
+        self.symplectic_euler = bind("symplectic_euler", force=a["force"], **moving)
+        self.explicit_euler = bind("explicit_euler", force=a["force"], **moving)
+        self.xpbd_predict = bind("xpbd_predict", force=a["force"], **moving)
+        self.xpbd_velocity = bind("xpbd_velocity", **moving)
+        self.verlet_drift = bind("verlet_drift", vel_pred=a["vel_pred"], force=a["force"], **moving)
+        self.verlet_kick = bind("verlet_kick", vel=a["vel"], force0=a["force"], force1=a["force1"],
+                                inv_mass=a["inv_mass"])
+        stage = {"pos_out": a["stage_pos"], "pos": a["pos"], "vel": a["vel"], "inv_mass": a["inv_mass"]}
+        self.rk4_stages = tuple(
+            bind("rk4_stage", vel_out=a[v_out], dpos=a[dpos], force=a[force], **stage)
+            for v_out, dpos, force in (("v2", "vel", "force"), ("v3", "v2", "f2"), ("v4", "v3", "f3")))
+        self.rk4_combine = bind("rk4_combine", v1=a["vel"], v2=a["v2"], v3=a["v3"], v4=a["v4"],
+                                f1=a["force"], f2=a["f2"], f3=a["f3"], f4=a["f4"], **moving)
+
+    def after_forces(self) -> None:
+        """Keep the built-in forces, so that user forces added after the force stage can be
+        separated out and held constant over Verlet's and RK4's extra evaluations."""
+        if self.ctx.settings._integrator in ("verlet", "rk4"):
+            n = self.P.n
+            np.copyto(self.P.arrays["force_builtin"][:n], self.P.arrays["force"][:n])
+
+    def run(self, h: float, pipeline: Pipeline) -> None:
+        n, dim, kind = self.P.n, self.ctx.dim, self.ctx.settings._integrator
+        if kind == "symplectic_euler":
+            self.symplectic_euler(n, dim, h)
+        elif kind == "explicit_euler":
+            self.explicit_euler(n, dim, h)
+        elif kind == "xpbd":
+            self.xpbd_predict(n, dim, h)
+        elif kind == "verlet":
+            ext = self._external()
+            self.verlet_drift(n, dim, h)
+            pipeline.evaluate_forces(1)
+            force1 = self.P.arrays["force1"][:n]
+            np.add(force1, ext, out=force1)
+            self.verlet_kick(n, dim, h)
+        else:
+            ext = self._external()
+            for state, stage, c in zip((2, 3, 4), self.rk4_stages, (0.5 * h, 0.5 * h, h), strict=True):
+                stage(n, dim, c)
+                pipeline.evaluate_forces(state)
+                out = self.P.arrays[FORCE_STATES[state][2]][:n]
+                np.add(out, ext, out=out)
+            self.rk4_combine(n, dim, h)
+
+    def _external(self) -> np.ndarray:
+        """Forces added after the force stage (user systems), as force - built-in."""
+        n = self.P.n
+        ext: np.ndarray = self.P.arrays["force_builtin"][:n]
+        np.subtract(self.P.arrays["force"][:n], ext, out=ext)
+        return ext
+
+    def velocity_from_positions(self, h: float) -> None:
+        self.xpbd_velocity(self.P.n, self.ctx.dim, h)
+
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        n, dim, h = self.P.n, self.ctx.dim, PROBE_H
+        out: dict[str, tuple[int, Callable[[], Any]]] = {
+            name: (n, functools.partial(getattr(self, name), n, dim, h))
+            for name in ("symplectic_euler", "explicit_euler", "xpbd_predict", "xpbd_velocity",
+                         "verlet_drift", "verlet_kick", "rk4_combine")}
+        out["rk4_stage"] = (n, functools.partial(self.rk4_stages[0], n, dim, 0.5 * h))
+        return out
+
+
+class InstabilityScan:
+    """At the end of a frame, report the first particle that went non-finite or too fast."""
+
+    def __init__(self, ctx: Context, P: Table) -> None:
+        self.ctx, self.P = ctx, P
+        self.find_unstable = ctx.bind("find_unstable", pos=P.arrays["pos"], vel=P.arrays["vel"])
+
+    def probe(self) -> tuple[int, Callable[[], Any]]:
+        n = self.P.n
+        return n, functools.partial(self.find_unstable, n, self.ctx.dim, self.ctx.settings._max_speed)
+
+    def run(self, h: float) -> None:
+        s = self.ctx.settings
+        if not self.ctx.pipeline.last_substep or s._on_instability == "ignore":
+            return
+        row = int(self.find_unstable(self.P.n, self.ctx.dim, s._max_speed))
+        if row < 0:
+            return
+        entity = int(self.P.arrays["entity"][row])
+        p, v = self.P.arrays["pos"][row], self.P.arrays["vel"][row]
+        message = (f"particle {entity} (row {row}) went unstable at t={self.ctx.pipeline.time:.6g} s: "
+                   f"position {p.tolist()}, velocity {v.tolist()}")
+        if s._on_instability == "raise":
+            raise InstabilityError(message, entity, row)
+        warnings.warn(message, RuntimeWarning, stacklevel=6)
+
+
+class Particles(Feature):
+    """Point masses: adding, looking up, bulk views, removal, integration."""
+
+    kinds = (Particle,)
+    snapshot = (("particles", ("pos", "vel", "mass", "inv_mass", "radius")),)
+
+    @staticmethod
+    def particle_fields(dim: int) -> dict[str, Field]:
+        vec = Field((dim,), np.float64)
+        scratch = ("prev_pos", "vel_pred", "force1", "force_builtin",
+                   "stage_pos", "v2", "v3", "v4", "f2", "f3", "f4")
+        return {"pos": vec, "vel": vec, "force": vec,
+                "mass": Field((), np.float64, 1.0), "inv_mass": Field((), np.float64, 1.0),
+                "radius": Field((), np.float64), "entity": Field((), np.int64, -1),
+                **{name: vec for name in scratch}}
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.table = P = ctx.store.particles
+        self.integrators = Integrators(ctx, P)
+        self.scan = InstabilityScan(ctx, P)
+        ctx.pipeline.integrator = self.integrators
+        ctx.pipeline.finish.append(self.scan)
+
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        return {**self.integrators.probes(), "find_unstable": self.scan.probe()}
+
+    # -- public API -----------------------------------------------------------
+
+    def add_particle(self, position: Sequence[float], velocity: Sequence[float] | None = None,
+                     mass: float = 1.0, radius: float = 0.0, pinned: bool = False) -> int:
+        """Add one particle; returns its entity. ``mass=inf`` or ``pinned=True``: immovable."""
+        dim = self.ctx.dim
+        pos = _validate.vector("position", position, dim)
+        vel = np.zeros(dim) if velocity is None else _validate.vector("velocity", velocity, dim)
+        return int(self.add(pos[None], vel[None], np.array([_validate.mass("mass", mass)]),
+                            np.array([_validate.nonnegative("radius", radius)]),
+                            np.array([_validate.flag("pinned", pinned)]))[0])
+
+    def add_particles(self, positions: Any, velocities: Any = None, masses: Any = 1.0,
+                      radii: Any = 0.0, pinned: Any = False) -> list[int]:
+        """Add particles in bulk; ``positions`` is (N, dim). Returns their entities."""
+        dim = self.ctx.dim
+        pos = _validate.array("positions", positions, (None, dim))
+        n = len(pos)
+        vel = (np.zeros_like(pos) if velocities is None
+               else _validate.array("velocities", velocities, (n, dim)))
+        m = _validate.per_row("masses", masses, n)
+        if np.isnan(m).any() or (m <= 0.0).any():
+            raise ValueError("masses must be > 0 (inf for immovable)")
+        r = _validate.nonnegative_rows("radii", radii, n)
+        pin = np.asarray(pinned)
+        if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
+            raise ValueError(f"pinned must be a bool or {n} bools")
+        return cast(list[int], self.add(pos, vel, m, r, np.broadcast_to(pin, (n,))).tolist())
+
+    def add(self, pos: np.ndarray, vel: np.ndarray, mass: np.ndarray, radius: np.ndarray,
+            pinned: np.ndarray) -> np.ndarray:
+        """Particles from validated arrays; returns their entities."""
+        P = self.table
+        P.room(len(pos), "add_particles")
+        inv = np.where(pinned | np.isinf(mass), 0.0, 1.0 / mass)
+        vel = np.where(inv[:, None] == 0.0, 0.0, vel)
+        entities = self.ctx.ecs.create(len(pos), lambda: Particle(P))
+        # prev_pos = pos: a particle added inside a substep is not swept from elsewhere.
+        P.add(len(pos), pos=pos, prev_pos=pos, vel=vel, mass=mass, inv_mass=inv, radius=radius,
+              entity=entities)
+        return entities
+
+    def particle(self, entity: int) -> Particle:
+        """The Particle component of ``entity`` (KeyError if it is not a live particle)."""
+        return self.ctx.ecs.get(entity, Particle, "particle")
+
+    def row(self, entity: int) -> int:
+        """The particle's row in the Store arrays (``positions[row]``)."""
+        return self.particle(entity).row
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(N, dim) positions (m): a writable view of the live rows."""
+        return self.table.view("pos")
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """(N, dim) velocities (m/s): a writable view of the live rows."""
+        return self.table.view("vel")
+
+    @property
+    def forces(self) -> np.ndarray:
+        """(N, dim) forces (N) of the current substep; a user system may add to them."""
+        return self.table.view("force")
+
+    @property
+    def particles(self) -> np.ndarray:
+        """Particle entities in row order (a copy)."""
+        return self.table.view("entity").copy()
+
+    # -- removal ----------------------------------------------------------------
+
+    def remove(self, entities: list[int]) -> None:
+        raise NotImplementedError("particles are removed through remove_rows (it reports moves)")
+
+    def remove_rows(self, entities: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Remove particles (their links are gone already); returns the particles whose rows
+        moved and their new rows."""
+        P = self.table
+        _, moved_to = P.remove_rows(P.rows(entities))
+        self.ctx.ecs.delete(entities)
+        return P.arrays["entity"][moved_to].copy(), moved_to

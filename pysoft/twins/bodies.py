@@ -1,0 +1,64 @@
+"""Twin of csrc/src/bodies.c: gas pressure and shape matching."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pysoft.twins._common import F64, I32, ranges
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
+def pressure(
+    force: F64, pos: F64, outline: I32, body_start: I32, body_count: I32, amount: F64,
+    min_area: F64, nb: int, dim: int,
+) -> None:
+    """Ideal-gas pressure amount / area on each outline edge, half to each endpoint."""
+    body, j = ranges(body_start, body_count, nb)
+    if not len(body):
+        return
+    local = j - body_start[body]
+    nxt = body_start[body] + (local + 1) % body_count[body]
+    p, q = pos[outline[j]], pos[outline[nxt]]
+    twice = np.zeros(nb)
+    np.add.at(twice, body, p[:, 0] * q[:, 1] - q[:, 0] * p[:, 1])
+    area = 0.5 * twice
+    half = 0.5 * (amount[:nb] / np.where(area > min_area[:nb], area, min_area[:nb]))
+    f = np.stack([half[body] * (q[:, 1] - p[:, 1]), half[body] * -(q[:, 0] - p[:, 0])], axis=1)
+    rows = np.stack([outline[j], outline[nxt]], axis=1).reshape(-1)
+    np.add.at(force, rows, np.repeat(f, 2, axis=0))
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
+def shape_match(
+    force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
+    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int, dim: int,
+) -> None:
+    """Pull members toward the best-fit rotated rest shape; damp toward the rigid motion."""
+    body, j = ranges(body_start, body_count, nb)
+    if not len(body):
+        return
+    idx = members[j]
+    x, v, q = pos[idx], vel[idx], rest[j]
+    sums = np.zeros((nb, 4))
+    np.add.at(sums, body, np.concatenate([x[:, :2], v[:, :2]], axis=1))
+    count = body_count[:nb].astype(np.float64)
+    cx, cy, ux, uy = (sums[:, i] / count for i in range(4))
+    rx, ry = x[:, 0] - cx[body], x[:, 1] - cy[body]
+    terms = np.stack([q[:, 0] * rx + q[:, 1] * ry, q[:, 0] * ry - q[:, 1] * rx,
+                      rx * (v[:, 1] - uy[body]) - ry * (v[:, 0] - ux[body]), rx * rx + ry * ry], axis=1)
+    acc = np.zeros((nb, 4))
+    np.add.at(acc, body, terms)
+    D, S, L, rr = acc.T
+    length = np.sqrt(D * D + S * S)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        co = np.where(length > 0.0, D / length, 1.0)
+        si = np.where(length > 0.0, S / length, 0.0)
+        w = np.where(rr > 0.0, L / rr, 0.0)
+    tx = cx[body] + (co[body] * q[:, 0] - si[body] * q[:, 1])
+    ty = cy[body] + (si[body] * q[:, 0] + co[body] * q[:, 1])
+    gx, gy = ux[body] + -w[body] * ry, uy[body] + w[body] * rx
+    mk, md = mass[idx] * stiffness[body], mass[idx] * damping[body]
+    f = np.stack([mk * (tx - x[:, 0]) + md * (gx - v[:, 0]),
+                  mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
+    live = inv_mass[idx] != 0.0
+    np.add.at(force, idx[live], f[live])

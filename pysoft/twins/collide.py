@@ -1,0 +1,211 @@
+"""Twin of csrc/src/collide.c: particles against colliders."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pysoft.twins._common import F64, I32, MIN_LENGTH, POLYTOPE, dot
+
+
+def _vdot(v: F64, a: F64, dim: int) -> F64:
+    """Dot of one vector ``v`` (dim,) with every row of ``a``, summed like C's ``dot(v, a)``."""
+    out = np.zeros(len(a))
+    for c in range(dim):
+        out = out + v[c] * a[:, c]
+    return out
+
+
+def _to_local(x: F64, c: F64, R: F64, dim: int) -> F64:
+    """``R^T (x - c)`` row by row, summed in C's order."""
+    d = x - c
+    out = np.empty_like(d)
+    for a in range(dim):
+        s = np.zeros(len(d))
+        for b in range(dim):
+            s = s + R[b, a] * d[:, b]
+        out[:, a] = s
+    return out
+
+
+def _to_world(v: F64, R: F64, dim: int) -> F64:
+    out = np.empty_like(v)
+    for a in range(dim):
+        s = np.zeros(len(v))
+        for b in range(dim):
+            s = s + R[a, b] * v[:, b]
+        out[:, a] = s
+    return out
+
+
+def _polytope_contact(p: F64, x: F64, r: F64, fn: F64, fo: F64, dim: int) -> tuple[F64, F64]:
+    """Depth (0: none) and local normal of each particle against a grown polytope."""
+    m = len(x)
+    t_in, t_out = np.zeros(m), np.ones(m)
+    f_in, near = np.full(m, -1), np.full(m, -1)
+    outside, missed = np.zeros(m, bool), np.zeros(m, bool)
+    best = np.zeros(m)
+    for f in range(len(fo)):
+        d0 = _vdot(fn[f], p, dim) - fo[f]  # against the core: the centre's path
+        s1 = _vdot(fn[f], x, dim) - fo[f]
+        d1 = s1
+        out = d0 >= 0.0
+        outside |= out
+        missed |= out & (d1 >= 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = d0 / (d0 - d1)
+        enter = out & (d1 < 0.0) & ((f_in < 0) | (t > t_in))
+        t_in, f_in = np.where(enter, t, t_in), np.where(enter, f, f_in)
+        leave = ~out & (d1 >= 0.0) & (t < t_out)
+        t_out = np.where(leave, t, t_out)
+        closer = (near < 0) | (s1 > best)
+        best, near = np.where(closer, s1, best), np.where(closer, f, near)
+    swept = outside & ~missed & (f_in >= 0) & ~(t_in > t_out)
+    hit = swept | (best < r)
+    face = np.where(swept, f_in, near)
+    depth, nrm = np.zeros(m), np.zeros((m, dim))
+    if hit.any():
+        nf = fn[face[hit]]
+        depth[hit] = r[hit] - (dot(nf, x[hit], dim) - fo[face[hit]])
+        nrm[hit] = nf
+    return depth, nrm
+
+
+def _closest_on_segment(y: F64, a: F64, b: F64, dim: int) -> F64:
+    ab = b - a
+    l2 = float(np.zeros(1)[0])
+    for c in range(dim):
+        l2 = l2 + ab[c] * ab[c]
+    t = np.zeros(len(y))
+    if l2 > 0.0:
+        t = np.clip(_vdot(ab, y - a, dim) / l2, 0.0, 1.0)
+    return a + t[:, None] * ab
+
+
+def _first_root(A: F64, B: F64, C: F64) -> F64:
+    """Smallest root in [0, 1] of A t^2 + B t + C (A > 0), else -1."""
+    disc = B * B - 4.0 * A * C
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (-B - np.sqrt(disc)) / (2.0 * A)
+    ok = (A > 0.0) & ~(disc < 0.0) & (t >= 0.0) & (t <= 1.0)
+    return np.where(ok, t, -1.0)
+
+
+def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int) -> tuple[F64, F64]:
+    """Depth (0: none) and local normal of each particle against a grown capsule."""
+    rr = R + r
+    q = _closest_on_segment(p, a, b, dim)
+    mp = p - q
+    outside = dot(mp, mp, dim) >= R * R
+    # swept against the core, for particles whose centre started outside it
+    d = x - p
+    ab = b - a
+    l2 = 0.0
+    for c in range(dim):
+        l2 = l2 + ab[c] * ab[c]
+    dd = dot(d, d, dim)
+    t_hit = np.full(len(x), 2.0)
+    if l2 > 0.0:
+        m = p - a
+        md, ddab = _vdot(ab, m, dim), _vdot(ab, d, dim)
+        A = dd - ddab * ddab / l2
+        B = 2.0 * (dot(m, d, dim) - md * ddab / l2)
+        C = dot(m, m, dim) - md * md / l2 - R * R
+        t = _first_root(A, B, C)
+        s = (md + t * ddab) / l2
+        t_hit = np.where(outside & (t >= 0.0) & (s >= 0.0) & (s <= 1.0), t, t_hit)
+    for end in (a, b):
+        m = p - end
+        t = _first_root(dd, 2.0 * dot(m, d, dim), dot(m, m, dim) - R * R)
+        t_hit = np.where(outside & (t >= 0.0) & (t < t_hit), t, t_hit)
+    y = p + t_hit[:, None] * d
+    q_swept = _closest_on_segment(y, a, b, dim)
+    q_static = _closest_on_segment(x, a, b, dim)
+    mx = x - q_static
+    swept = ~(t_hit > 1.0)
+    hit = swept | (dot(mx, mx, dim) < rr * rr)
+    q = np.where(swept[:, None], q_swept, q_static)
+    m = np.where(swept[:, None], y - q_swept, mx)
+    length = np.sqrt(dot(m, m, dim))
+    axis = np.zeros(dim)
+    axis[1] = 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nrm = np.where((length > MIN_LENGTH)[:, None], m / length[:, None], axis)
+    depth = rr - dot(nrm, x - q, dim)
+    depth = np.where(hit & (depth > 0.0), depth, 0.0)
+    return depth, nrm
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
+def collide(
+    pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
+    prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
+    rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64, friction: F64,
+    keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
+    cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
+    dim: int,
+    iterations: int, h: float, rest_speed: float,
+) -> int:
+    """Particles against colliders: swept entry or nearest surface, deepest wins; response."""
+    contacts = 0
+    active = np.flatnonzero(inv_mass[:n] != 0.0)
+    for _ in range(iterations):
+        if not len(active) or not k:
+            break
+        x, p0, r = pos[active], prev_pos[active], radius[active]
+        best = np.zeros(len(active))
+        best_j = np.full(len(active), -1)
+        best_n = np.zeros((len(active), dim))
+        path = x - p0
+        path_len = np.sqrt(dot(path, path, dim))
+        for j in range(k):
+            off = x - center[j]
+            lim = bound[j] + grow[j] * r + path_len
+            near = np.flatnonzero(~(dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
+            R = rotation[j]
+            xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)
+            if kind[j] == POLYTOPE:
+                lo, hi = face_start[j], face_start[j] + face_count[j]
+                depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
+            else:
+                depth, nl = _capsule_contact(pl, xl, r[near], cap_a[j], cap_b[j], cap_radius[j], dim)
+            deeper = depth > best[near]
+            rows = near[deeper]
+            best[rows] = depth[deeper]
+            best_j[rows] = j
+            best_n[rows] = _to_world(nl[deeper], R, dim)
+        found = best_j >= 0
+        active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        contacts += len(active)
+        x = pos[active] + best[:, None] * nrm
+        rel = x - center[j_]
+        w = angular_velocity[j_]
+        u = np.empty_like(x)
+        if dim == 2:
+            u[:, 0] = velocity[j_, 0] + -w[:, 2] * rel[:, 1]
+            u[:, 1] = velocity[j_, 1] + w[:, 2] * rel[:, 0]
+        else:
+            u[:, 0] = velocity[j_, 0] + (w[:, 1] * rel[:, 2] - w[:, 2] * rel[:, 1])
+            u[:, 1] = velocity[j_, 1] + (w[:, 2] * rel[:, 0] - w[:, 0] * rel[:, 2])
+            u[:, 2] = velocity[j_, 2] + (w[:, 0] * rel[:, 1] - w[:, 1] * rel[:, 0])
+        contact_collider[active] = j_
+        contact_normal[active] = nrm
+        vr = vel[active] - u
+        vn = dot(vr, nrm, dim)
+        app = vn < 0.0
+        vn_new = np.where(-vn > rest_speed, -restitution[j_] * vn, 0.0)
+        dvn = vn_new - vn
+        vt = vr - vn[:, None] * nrm
+        vt_len = np.sqrt(dot(vt, vt, dim))
+        limit = friction[j_] * dvn
+        static = vt_len <= limit
+        slip = (x - prev_pos[active]) - h * u
+        sn = dot(slip, nrm, dim)
+        x = np.where((app & static)[:, None], x - (slip - sn[:, None] * nrm), x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(static, 0.0, (1.0 - limit / vt_len) * keep[j_])
+        v_new = u + vt * scale[:, None] + vn_new[:, None] * nrm
+        pos[active] = x
+        vel[active] = np.where(app[:, None], v_new, vel[active])
+        contact_impulse[active] = np.where(app, contact_impulse[active] + mass[active] * dvn,
+                                           contact_impulse[active])
+    return contacts

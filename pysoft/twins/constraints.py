@@ -1,0 +1,87 @@
+"""Twin of csrc/src/constraints.c: XPBD distance and area/volume constraints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pysoft.twins._common import F64, I32, MIN_LENGTH, dot
+
+
+def xpbd_distance(
+    pos: F64, vel: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64, compliance: F64,
+    order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+) -> None:
+    """XPBD distance constraints, one batch of independent constraints at a time."""
+    inv_h, hh = 1.0 / h, h * h
+    for bt in range(nbatch):
+        j = order[batch_start[bt] : batch_start[bt + 1]]
+        a, b = pairs[j, 0], pairs[j, 1]
+        wa, wb = inv_mass[a], inv_mass[b]
+        d = pos[b] - pos[a]
+        length = np.sqrt(dot(d, d, dim))
+        ok = ((wa + wb) != 0.0) & (length > MIN_LENGTH)
+        j, a, b, wa, wb, d, length = j[ok], a[ok], b[ok], wa[ok], wb[ok], d[ok], length[ok]
+        at = compliance[j] / hh
+        s = (-(length - rest_length[j]) - at * lam[j]) / ((wa + wb) + at)
+        lam[j] = lam[j] + s
+        g = d / length[:, None]
+        da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
+        pos[a], pos[b] = pos[a] - da, pos[b] + db
+        vel[a], vel[b] = vel[a] - da * inv_h, vel[b] + db * inv_h
+
+
+_TET_FACES = ((1, 3, 2), (0, 2, 3), (0, 3, 1), (0, 1, 2))
+
+
+def _simplex(pos: F64, s: I32, dim: int) -> tuple[F64, F64]:
+    """Signed measures (m,) and gradients (m, dim+1, dim) of simplices, as in C."""
+    p = [pos[s[:, i]] for i in range(dim + 1)]
+    g = np.empty((len(s), dim + 1, dim))
+    if dim == 2:
+        A = 0.5 * ((p[1][:, 0] - p[0][:, 0]) * (p[2][:, 1] - p[0][:, 1])
+                   - (p[1][:, 1] - p[0][:, 1]) * (p[2][:, 0] - p[0][:, 0]))
+        for i in range(3):
+            q, r = p[(i + 1) % 3], p[(i + 2) % 3]
+            g[:, i, 0] = 0.5 * (q[:, 1] - r[:, 1])
+            g[:, i, 1] = 0.5 * (r[:, 0] - q[:, 0])
+        return A, g
+    for i, (ia, ib, ic) in enumerate(_TET_FACES):
+        u, v = p[ib] - p[ia], p[ic] - p[ia]
+        g[:, i, 0] = (u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]) / 6.0
+        g[:, i, 1] = (u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]) / 6.0
+        g[:, i, 2] = (u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]) / 6.0
+    e1, e2, e3 = p[1] - p[0], p[2] - p[0], p[3] - p[0]
+    cx = e2[:, 1] * e3[:, 2] - e2[:, 2] * e3[:, 1]
+    cy = e2[:, 2] * e3[:, 0] - e2[:, 0] * e3[:, 2]
+    cz = e2[:, 0] * e3[:, 1] - e2[:, 1] * e3[:, 0]
+    return (e1[:, 0] * cx + e1[:, 1] * cy + e1[:, 2] * cz) / 6.0, g
+
+
+def xpbd_volume(
+    pos: F64, vel: F64, lam: F64, inv_mass: F64, simplices: I32, rest_volume: F64, compliance: F64,
+    order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+) -> None:
+    """XPBD area (2D) / volume (3D) constraints, one batch at a time."""
+    inv_h, hh = 1.0 / h, h * h
+    for bt in range(nbatch):
+        j = order[batch_start[bt] : batch_start[bt + 1]]
+        s = simplices[j]
+        measure, g = _simplex(pos, s, dim)
+        C = measure - rest_volume[j]
+        w = inv_mass[s]
+        denom = np.zeros(len(j))
+        for i in range(dim + 1):
+            g2 = np.zeros(len(j))
+            for c in range(dim):
+                g2 = g2 + g[:, i, c] * g[:, i, c]
+            denom = denom + w[:, i] * g2
+        ok = denom > 0.0
+        at = compliance[j] / hh
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d_lam = (-C - at * lam[j]) / (denom + at)
+        lam[j[ok]] = lam[j[ok]] + d_lam[ok]
+        for i in range(dim + 1):
+            dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
+            rows = s[ok, i]
+            pos[rows] = pos[rows] + dx
+            vel[rows] = vel[rows] + dx * inv_h

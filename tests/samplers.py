@@ -1,0 +1,309 @@
+"""Argument samplers for the parity tests: one per registered kernel.
+
+Each returns arrays and scalars for ``n`` particles in ``dim`` dimensions,
+with the edge cases the kernel must survive on purpose: pinned particles,
+zero rest length, coincident endpoints, particles exactly on a face or a
+corner, a collapsed simplex, a crushed body, non-finite values for the
+instability scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pysoft import shapes
+from pysoft._coloring import batches
+from pysoft._kernels import REGISTRY
+from pysoft.twins.constraints import _simplex
+
+
+def vec(rng: np.random.Generator, n: int, dim: int, scale: float = 1.0) -> np.ndarray:
+    return np.ascontiguousarray(rng.normal(0.0, scale, (n, dim)))
+
+
+def inv_mass(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    mass = rng.uniform(0.5, 2.0, n)
+    inv = 1.0 / mass
+    pinned = rng.random(n) < 0.2
+    inv[pinned] = 0.0
+    return mass, inv
+
+
+def particles(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    mass, inv = inv_mass(rng, n)
+    return {"pos": vec(rng, n, dim), "vel": vec(rng, n, dim), "force": vec(rng, n, dim, 5.0),
+            "mass": mass, "inv_mass": inv}
+
+
+def sample_gravity_drag(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    return {"force": p["force"], "vel": p["vel"], "mass": p["mass"], "inv_mass": p["inv_mass"],
+            "gravity": rng.normal(0.0, 10.0, dim), "drag": float(rng.uniform(0.0, 0.5))}
+
+
+def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    m = 0 if n < 2 else 3 * n
+    pairs = rng.integers(0, max(n, 1), (m, 2)).astype(np.int32)
+    if m:
+        pairs[pairs[:, 0] == pairs[:, 1], 1] = (pairs[pairs[:, 0] == pairs[:, 1], 0] + 1) % n
+        # Coincident endpoints, exercised on purpose: copy a's position onto b.
+        p["pos"][pairs[: m // 10, 1]] = p["pos"][pairs[: m // 10, 0]]
+    rest = rng.uniform(0.0, 2.0, m)
+    rest[: m // 7] = 0.0  # zero rest length (mouse springs)
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "pairs": pairs,
+            "rest_length": rest, "stiffness": rng.uniform(1.0, 1e4, m),
+            "damping": rng.uniform(0.0, 20.0, m)}
+
+
+def sample_step(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    return {"pos": p["pos"], "vel": p["vel"], "force": p["force"], "inv_mass": p["inv_mass"],
+            "prev_pos": vec(rng, n, dim), "h": 1.0 / 480.0}
+
+
+def sample_verlet_drift(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    return {**sample_step(rng, n, dim), "vel_pred": vec(rng, n, dim)}
+
+
+def sample_verlet_kick(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    return {"vel": s["vel"], "force0": s["force"], "force1": vec(rng, n, dim, 5.0),
+            "inv_mass": s["inv_mass"], "h": s["h"]}
+
+
+def sample_rk4_stage(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    return {"pos_out": vec(rng, n, dim), "vel_out": vec(rng, n, dim), "pos": s["pos"],
+            "vel": s["vel"], "dpos": vec(rng, n, dim), "force": s["force"],
+            "inv_mass": s["inv_mass"], "c": 0.5 * s["h"]}
+
+
+def sample_rk4_combine(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    out = {"pos": s["pos"], "vel": s["vel"], "prev_pos": s["prev_pos"], "inv_mass": s["inv_mass"],
+           "h": s["h"]}
+    for i in range(1, 5):
+        out[f"v{i}"] = vec(rng, n, dim)
+        out[f"f{i}"] = vec(rng, n, dim, 5.0)
+    return out
+
+
+def sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    prev = s["pos"] + vec(rng, n, dim, 0.01)
+    return {"vel": s["vel"], "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"],
+            "h": s["h"]}
+
+
+def sample_shapes(rng: np.random.Generator, dim: int) -> list[Any]:
+    out: list[Any] = [shapes.Plane((0.0, 1.0, 0.0)[:dim], -0.5)]
+    out.append(shapes.Box(rng.normal(0.0, 0.5, dim), rng.uniform(0.05, 0.6, dim),
+                          angle=float(rng.uniform(-3, 3))))
+    out.append(shapes.Segment(rng.normal(0.0, 0.7, dim), rng.normal(0.0, 0.7, dim), 0.05))
+    if dim == 2:
+        t = np.sort(rng.uniform(0.0, 2 * np.pi, 24))
+        out.append(shapes.Polygon(0.4 * np.stack([np.cos(t), np.sin(t)], axis=1) + rng.normal(0, 0.5, 2)))
+        out.append(shapes.Disc(rng.normal(0.0, 0.5, 2), 0.3))
+    else:
+        out.append(shapes.Sphere(rng.normal(0.0, 0.5, 3), 0.3))
+    return out
+
+
+def collider_arrays(geometries: list[Any], dim: int) -> dict[str, np.ndarray]:
+    """The collide kernel's collider arrays for a list of shape geometries (row order)."""
+    k = len(geometries)
+    counts = np.array([len(g.face_offset) for g in geometries], dtype=np.int32)
+    caps = [(g.cap_a, g.cap_b) if g.cap_a is not None else (np.zeros(dim), np.zeros(dim))
+            for g in geometries]
+    return {
+        "kind": np.array([g.kind for g in geometries], dtype=np.int32),
+        "center": np.array([g.center for g in geometries]).reshape(k, dim),
+        "rotation": np.array([g.rotation for g in geometries]).reshape(k, dim, dim),
+        "face_start": (np.cumsum(counts) - counts).astype(np.int32), "face_count": counts,
+        "face_normal": np.concatenate([np.zeros((0, dim))] + [g.face_normal for g in geometries]),
+        "face_offset": np.concatenate([np.zeros(0)] + [g.face_offset for g in geometries]),
+        "cap_a": np.array([c[0] for c in caps]).reshape(k, dim),
+        "cap_b": np.array([c[1] for c in caps]).reshape(k, dim),
+        "cap_radius": np.array([g.cap_radius for g in geometries]),
+        "bound": np.array([g.bound for g in geometries]),
+        "grow": np.array([g.grow for g in geometries]),
+    }
+
+
+def sample_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    colliders = collider_arrays([s.geometry(dim) for s in sample_shapes(rng, dim)], dim)
+    k = len(colliders["kind"])
+    h = 1.0 / 480.0
+    # Fast particles (up to ~60 m/s): many cross thin shapes within one substep.
+    prev = p["pos"] - h * rng.normal(0.0, 30.0, (n, dim))
+    if n >= 8:
+        # Exactly on a box face, on a box corner, on the floor, on the disc's axis.
+        half, c, R = None, colliders["center"][1], colliders["rotation"][1]
+        half = colliders["face_offset"][colliders["face_start"][1]:][:dim]
+        p["pos"][0] = c + R @ np.concatenate([[half[0]], np.zeros(dim - 1)])
+        p["pos"][1] = c + R @ half
+        p["pos"][2, 1] = -0.5
+        p["pos"][3] = colliders["center"][k - 1]
+        prev[:4] = p["pos"][:4]
+    angular = np.zeros((k, 3))
+    angular[1, 2] = 1.5  # a spinning box
+    return {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "prev_pos": prev,
+            "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
+            **colliders, "velocity": rng.normal(0.0, 1.0, (k, dim)), "angular_velocity": angular,
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
+            "rest_speed": 0.25}
+
+
+def sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    w = 4
+    centers = rng.normal(0.0, 1.0, (w, dim))
+    if n:
+        p["pos"][0] = centers[0]  # a particle exactly at a well's centre
+    return {"force": p["force"], "pos": p["pos"], "mass": p["mass"], "inv_mass": p["inv_mass"],
+            "well_center": centers, "well_strength": rng.uniform(-5.0, 50.0, w),
+            "well_falloff": np.arange(w, dtype=np.int32), "well_min_distance": rng.uniform(0.05, 0.5, w)}
+
+
+
+
+
+
+def bodies(rng: np.random.Generator, n: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``nb`` bodies of 3..12 rows each from ``n`` particles (rows may be shared), laid out as
+    the Store lays out ragged rows: ranges in no particular order, garbage rows between
+    them, and some bodies with a count of 0 (bodies without the model)."""
+    if n < 3:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    counts = rng.integers(3, 13, nb).astype(np.int32)
+    counts[1:][rng.random(nb - 1) < 0.15] = 0
+    gaps = rng.integers(0, 3, nb)
+    starts = np.zeros(nb, dtype=np.int32)
+    top = 0
+    for b in rng.permutation(nb):
+        top += int(gaps[b])
+        starts[b] = top
+        top += int(counts[b])
+    rows = rng.integers(0, n, top).astype(np.int32)
+    return rows, starts, counts
+
+
+def ring_positions(rng: np.random.Generator, p: dict[str, Any], rows: np.ndarray, starts: np.ndarray,
+                    counts: np.ndarray) -> None:
+    """Put each body's rows on a noisy counter-clockwise ring (distinct rows per body)."""
+    for s, c in zip(starts, counts, strict=True):
+        body = np.unique(rows[s : s + c])
+        rows[s : s + c] = np.resize(body, c)
+        t = np.linspace(0.0, 2 * np.pi, len(body), endpoint=False)
+        ring = np.stack([np.cos(t), np.sin(t)], axis=1) * rng.uniform(0.3, 1.0) + rng.normal(0, 2, 2)
+        p["pos"][body, :2] = ring + rng.normal(0.0, 0.02, ring.shape)
+
+
+def sample_pressure(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, 2)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    ring_positions(rng, p, rows, starts, counts)
+    nb = len(counts)
+    min_area = rng.uniform(0.0, 0.05, nb)
+    if nb > 1:
+        min_area[0] = 10.0  # a crushed body: the floor on the area decides
+    return {"force": p["force"], "pos": p["pos"], "outline": rows, "body_start": starts,
+            "body_count": counts, "amount": rng.uniform(0.0, 50.0, nb), "min_area": min_area}
+
+
+def sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, 2)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    ring_positions(rng, p, rows, starts, counts)
+    nb = len(counts)
+    rest = rng.normal(0.0, 0.5, (len(rows), 2))
+    if nb:
+        rest[starts[0] : starts[0] + counts[0]] = 0.0  # a degenerate rest shape: no rotation
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
+            "inv_mass": p["inv_mass"], "members": rows, "rest": rest, "body_start": starts,
+            "body_count": counts, "stiffness": rng.uniform(0.0, 500.0, nb),
+            "damping": rng.uniform(0.0, 10.0, nb)}
+
+
+def colored(rows: np.ndarray) -> dict[str, np.ndarray]:
+    order, batch_start = batches(rows)
+    return {"order": order, "batch_start": batch_start}
+
+
+def sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    m = 0 if n < 2 else 2 * n
+    pairs = rng.integers(0, max(n, 1), (m, 2)).astype(np.int32)
+    if m:
+        same = pairs[:, 0] == pairs[:, 1]
+        pairs[same, 1] = (pairs[same, 0] + 1) % n
+        s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
+    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
+            "inv_mass": s["inv_mass"], "pairs": pairs,
+            "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
+                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs), "h": s["h"]}
+
+
+def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    s = sample_step(rng, n, dim)
+    k = dim + 1
+    m = 0 if n < k else 2 * n
+    simplices = np.array([rng.choice(n, k, replace=False) for _ in range(m)], dtype=np.int32).reshape(m, k)
+    rest = _simplex(s["pos"], simplices, dim)[0] * rng.uniform(0.8, 1.2, m)
+    if m:
+        s["pos"][simplices[0]] = s["pos"][simplices[0][0]]  # a collapsed simplex: no gradient
+    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
+            "inv_mass": s["inv_mass"], "simplices": simplices,
+            "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
+            **colored(simplices), "h": s["h"]}
+
+
+
+
+def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    if n > 4:
+        p["vel"][n // 2, 0] = np.nan
+        p["pos"][n - 1, dim - 1] = np.inf
+        p["vel"][n // 3] = 50.0
+    return {"pos": p["pos"], "vel": p["vel"], "max_speed": 40.0}
+
+
+Sampler = Callable[[np.random.Generator, int, int], dict[str, Any]]
+
+SAMPLERS: dict[str, Sampler] = {
+    "gravity_drag": sample_gravity_drag,
+    "radial_gravity": sample_radial_gravity,
+    "springs": sample_springs,
+    "pressure": sample_pressure,
+    "shape_match": sample_shape_match,
+    "symplectic_euler": sample_step,
+    "explicit_euler": sample_step,
+    "verlet_drift": sample_verlet_drift,
+    "verlet_kick": sample_verlet_kick,
+    "rk4_stage": sample_rk4_stage,
+    "rk4_combine": sample_rk4_combine,
+    "xpbd_predict": sample_step,
+    "xpbd_velocity": sample_xpbd_velocity,
+    "xpbd_distance": sample_xpbd_distance,
+    "xpbd_volume": sample_xpbd_volume,
+    "collide": sample_collide,
+    "find_unstable": sample_find_unstable,
+}
+
+
+def scalars_of(name: str, args: dict[str, Any]) -> list[Any]:
+    """The scalar arguments of a sample, in signature order."""
+    return [args[s] for s in REGISTRY[name].scalars]
+
+
+def arrays_of(name: str, args: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The array arguments of a sample."""
+    return {a.name: args[a.name] for a in REGISTRY[name].arrays}
