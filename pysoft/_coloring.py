@@ -98,8 +98,9 @@ class Batches:
         pos = int(start[last])  # the free place after the last batch
         for b in range(last - 1, c, -1):  # each later batch hands its first row to its end
             first = int(start[b])
-            moved = int(order[first])
-            order[pos], slot[moved] = moved, pos
+            if first != pos:  # (an empty batch has nothing to hand on)
+                moved = int(order[first])
+                order[pos], slot[moved] = moved, pos
             pos = first
             start[b] += 1
         start[last] += 1

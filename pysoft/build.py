@@ -28,12 +28,27 @@ import numpy as np
 
 from pysoft import _validate as validate
 from pysoft.features.bodies import Pressure, ShapeMatching
-from pysoft.scenes import grid_pairs
 from pysoft.shapes import signed_area
 from pysoft.world import World
 
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
+
+
+def grid_pairs(nx: int, ny: int) -> np.ndarray:
+    """Spring index pairs of an nx-by-ny particle grid (row-major, x fastest).
+
+    Structural springs (horizontal, then vertical), then shear springs (both
+    diagonals of every cell), as local indices into the grid's particles.
+    """
+    idx = np.arange(nx * ny).reshape(ny, nx)
+    blocks = [
+        (idx[:, :-1], idx[:, 1:]),  # horizontal
+        (idx[:-1, :], idx[1:, :]),  # vertical
+        (idx[:-1, :-1], idx[1:, 1:]),  # diagonal /
+        (idx[:-1, 1:], idx[1:, :-1]),  # diagonal \
+    ]
+    return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in blocks])
 
 
 def _models(model: str | Sequence[str]) -> set[str]:

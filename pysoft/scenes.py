@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from pysoft import build
+from pysoft.build import grid_pairs
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment
 from pysoft.world import World
 
@@ -13,22 +15,6 @@ BOX_CELLS = 10  # particles per box side
 BOX_SPACING = 0.1  # m
 BOX_STIFFNESS = 15_000.0  # N/m
 BOX_DAMPING = 15.0  # N s/m
-
-
-def grid_pairs(nx: int, ny: int) -> np.ndarray:
-    """Spring index pairs of an nx-by-ny particle grid (row-major, x fastest).
-
-    Structural springs (horizontal, then vertical), then shear springs (both
-    diagonals of every cell), as local indices into the grid's particles.
-    """
-    idx = np.arange(nx * ny).reshape(ny, nx)
-    blocks = [
-        (idx[:, :-1], idx[:, 1:]),  # horizontal
-        (idx[:-1, :], idx[1:, :]),  # vertical
-        (idx[:-1, :-1], idx[1:, 1:]),  # diagonal /
-        (idx[:-1, 1:], idx[1:, :-1]),  # diagonal \
-    ]
-    return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in blocks])
 
 
 def box_origins(count: int, layers: int = 2, pitch: float = 1.2, layer_gap: float = 1.0,
@@ -131,8 +117,6 @@ def _grid_centres(count: int, pitch: float, bottom: float) -> np.ndarray:
 
 def pressure_balls(count: int = 100, **world_args: Any) -> World:
     """``count`` pressurised balls (20 segments, radius 0.3 m) dropping onto a floor."""
-    from pysoft import build
-
     world = World(dim=2, **world_args)
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
     for c in _grid_centres(count, 0.8, 0.5):
@@ -142,8 +126,6 @@ def pressure_balls(count: int = 100, **world_args: Any) -> World:
 
 def matched_boxes(count: int = 100, **world_args: Any) -> World:
     """``count`` shape-matched 5x5 boxes (0.5 m) dropping onto a floor."""
-    from pysoft import build
-
     world = World(dim=2, **world_args)
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
     for c in _grid_centres(count, 0.8, 0.5):
@@ -153,8 +135,6 @@ def matched_boxes(count: int = 100, **world_args: Any) -> World:
 
 def xpbd_cloth(cells: int = 100, **world_args: Any) -> World:
     """A (cells + 1)^2 XPBD cloth, 4 m wide, hanging from its top row."""
-    from pysoft import build
-
     world = World(dim=2, **world_args)
     build.cloth(world, center=(0.0, 3.0), size=(4.0, 4.0), cells=(cells, cells), pin="top")
     return world
@@ -164,8 +144,6 @@ def kernel_zoo(particles: int = 10_000, **world_args: Any) -> World:
     """A scene in which every kernel has work: spring boxes (most of the ``particles``), a
     gravity well, pressure balls, shape-matched boxes, XPBD boxes with area constraints and
     the obstacle course's colliders. The benchmark times each kernel in it."""
-    from pysoft import build
-
     world = World(dim=2, **world_args)
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.5)
     for i in range(8):
