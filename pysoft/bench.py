@@ -163,6 +163,74 @@ def bench_small_body(rounds: int = 5) -> dict[str, Any]:
     return {"particles": world.store.particles.n, "substeps": world.substeps, "frame_us": 1e6 * t}
 
 
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_changes(rounds: int = 7, cells: int = 100) -> dict[str, Any]:
+    """A world that changes while it runs: the XPBD cloth scene, and the frame right after
+    spawning a ``build.box``, removing one (its body, particles and springs; also one whose
+    rows are refilled by the particles after it), and a spring tearing, each over a plain
+    frame (medians over ``rounds``, interleaved). Also the cost of the change calls and the
+    kernel calls per frame of the canonical scene."""
+    from pysoft import build
+
+    world = scenes.xpbd_cloth(cells)
+    pos = world.positions  # a held view: it stays valid however the world grows
+    tearable = []
+    for r in range(rounds):  # springs to break later, one per round, off to the side
+        a, b = world.add_particles([[20.0 + r, 3.0], [20.5 + r, 3.0]], masses=[np.inf, 1.0])
+        tearable.append((b, world.add_spring(a, b, stiffness=2000.0, damping=20.0, max_strain=1.5)))
+    for _ in range(3):
+        world.step()
+    t: dict[str, list[float]] = {k: [] for k in (
+        "plain", "spawn", "remove", "remove_moving", "spawn_xpbd", "remove_xpbd", "tear", "spawn_call",
+        "remove_call")}
+    for r in range(rounds):
+        t["plain"].append(_timed(world.step))
+        t0 = time.perf_counter()
+        box = build.box(world, center=(-10.0, 5.0 + r))
+        t["spawn_call"].append(time.perf_counter() - t0)
+        t["spawn"].append(_timed(world.step))
+        t["plain"].append(_timed(world.step))
+        t0 = time.perf_counter()
+        world.remove(box, *world.body(box).particles)
+        t["remove_call"].append(time.perf_counter() - t0)
+        t["remove"].append(_timed(world.step))
+        first, second = (build.box(world, center=(-10.0, 9.0 + r + k)) for k in range(2))
+        world.step()
+        world.remove(first, *world.body(first).particles)  # the second box's rows move
+        t["remove_moving"].append(_timed(world.step))
+        world.remove(second, *world.body(second).particles)
+        xpbd = build.box(world, center=(-10.0, 5.0 + r), model="xpbd")  # joins the cloth's batches
+        t["spawn_xpbd"].append(_timed(world.step))
+        world.remove(xpbd, *world.body(xpbd).particles)
+        t["remove_xpbd"].append(_timed(world.step))
+        particle, spring = tearable[r]
+        world.particle(particle).position = (30.0 + r, 3.0)  # stretched past max_strain
+        t["tear"].append(_timed(world.step))
+        if spring not in world.broken_springs:
+            raise RuntimeError("bench_changes: the stretched spring did not tear")
+        t["plain"].append(_timed(world.step))
+    if not np.shares_memory(pos, world.positions):
+        raise RuntimeError("bench_changes: a held view lost the Store")
+    med = {k: statistics.median(v) for k, v in t.items()}
+    with kernels.counting() as counter:
+        canonical = scenes.boxes(10_000)
+        canonical.step()
+        before = sum(v for k, v in counter.items() if not k.startswith("bind:"))
+        canonical.step()
+        calls = sum(v for k, v in counter.items() if not k.startswith("bind:")) - before
+    return {"particles": world.store.particles.n, "constraints": world.store.distances.n,
+            "frame_ms": 1e3 * med["plain"],
+            **{f"{k}_ratio": med[k] / med["plain"] for k in (
+                "spawn", "remove", "remove_moving", "spawn_xpbd", "remove_xpbd", "tear")},
+            "spawn_call_ms": 1e3 * med["spawn_call"], "remove_call_ms": 1e3 * med["remove_call"],
+            "canonical_calls_per_frame": calls}
+
+
 def bench_kernels(n: int = 10_000, rounds: int = 3) -> list[dict[str, Any]]:
     """Every registered kernel in the kernel zoo scene (2D): ns per row, C and NumPy."""
     probes = {}
@@ -201,6 +269,22 @@ def markdown(r: dict[str, Any]) -> str:
                      + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + " |"
                      for m in r["models"])
         lines.append("")
+    if "changes" in r:
+        ch = r["changes"]
+        lines += [f"A world that changes while it runs: the {ch['particles']:,}-particle XPBD cloth "
+                  f"({ch['constraints']:,} constraints, {ch['frame_ms']:.2f} ms per frame). The frame "
+                  "right after a change, over a plain frame (target ≤ 1.2 each):", "",
+                  "| change | frame after / plain frame | the change call itself |", "|---|---:|---:|",
+                  f"| spawn a `build.box` | {ch['spawn_ratio']:.3f} | {ch['spawn_call_ms']:.2f} ms |",
+                  f"| remove it (body, particles, springs) | {ch['remove_ratio']:.3f} "
+                  f"| {ch['remove_call_ms']:.2f} ms |",
+                  f"| remove a box whose rows the next box refills | {ch['remove_moving_ratio']:.3f} | |",
+                  f"| spawn an XPBD box (joins the cloth's constraint batches) "
+                  f"| {ch['spawn_xpbd_ratio']:.3f} | |",
+                  f"| remove it | {ch['remove_xpbd_ratio']:.3f} | |",
+                  f"| a spring tears | {ch['tear_ratio']:.3f} | |", "",
+                  f"The canonical scene makes {ch['canonical_calls_per_frame']} kernel calls per frame "
+                  "(one per kernel per substep); no frame rebinds anything.", ""]
     lines += ["",
               f"Obstacle course ({c['particles']:,} particles, {c['colliders']} colliders): collide pass "
               f"{c['collide_ms']:.3f} ms per step, **{c['ns_per_test']:.2f} ns per particle-collider test** "
@@ -260,6 +344,15 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
         echo(f"{m['scene']:>20}: {m['particles']} particles, {m['springs']} springs, "
              f"{m['constraints']} constraints, {m['bodies']} bodies: {m['frame_ms']:.2f} ms "
              f"(" + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + ")")
+    ch = bench_changes()
+    results["changes"] = ch
+    echo(f"\na world that changes: XPBD cloth, {ch['particles']} particles, {ch['constraints']} "
+         f"constraints, {ch['frame_ms']:.2f} ms per frame; the frame after a change over a plain frame: "
+         f"spawn a box {ch['spawn_ratio']:.3f}, remove it {ch['remove_ratio']:.3f} (rows moving "
+         f"{ch['remove_moving_ratio']:.3f}), an XPBD box {ch['spawn_xpbd_ratio']:.3f} and "
+         f"{ch['remove_xpbd_ratio']:.3f}, a spring tearing {ch['tear_ratio']:.3f}; the calls: "
+         f"build.box {ch['spawn_call_ms']:.2f} ms, remove {ch['remove_call_ms']:.2f} ms; canonical scene: "
+         f"{ch['canonical_calls_per_frame']} kernel calls per frame")
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

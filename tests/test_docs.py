@@ -50,6 +50,9 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(scene, pysoft.World) and scene.store.colliders.n == 6
     assert namespace["ball"] in namespace["hits"].particles  # the ball rests on the tilted box
     assert "planet" in namespace
+    arena = namespace["arena"]
+    assert isinstance(arena, pysoft.World) and arena.store.bodies.n == 0 and arena.store.springs.n == 0
+    assert len(arena.particles) == 1000  # the crate and the spark are gone
     builders = namespace["lab"]
     assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 8
     assert np.isfinite(builders.positions).all()
