@@ -595,3 +595,26 @@ def test_clockwise_polygon_is_accepted_with_outward_normals(backend: str) -> Non
     assert abs(float(p.position[1]) - (1.8 + R)) < 1e-6
     local = p.position - geo.center
     assert float((normals @ local - offsets).max()) >= R - 1e-9
+
+
+# 11. Friction undoes only its own slip --------------------------------------------------
+
+
+@pytest.mark.parametrize("x0", [1.96, -1.96])
+def test_a_particle_pushed_into_a_wall_near_the_floor_comes_out(backend: str, x0: float) -> None:
+    """Walls Plane((-1, 0), -2) and Plane((1, 0), -2) (x = +-2) and a floor, friction 0.5;
+    a particle of radius 0.05 resting on the floor at x0 = +-1.96, 1 cm inside a wall.
+
+    The floor's static friction must not undo the wall's push-out: after one frame the
+    particle is outside the wall (|x| <= 1.95 + 1e-9) and stays there, at rest."""
+    w = _world(backend)
+    for normal in ((0.0, 1.0), (-1.0, 0.0), (1.0, 0.0)):
+        w.add_collider(pysoft.Plane(normal=normal, offset=0.0 if normal[1] else -2.0), friction=0.5,
+                       restitution=0.0)
+    e = w.add_particle((x0, 0.05), radius=0.05)
+    for _ in range(60):
+        w.step()
+        x, y = (float(c) for c in w.particle(e).position)
+        assert abs(x) <= 1.95 + 1e-9, f"still inside the wall at x = {x}"
+        assert y >= 0.05 - 1e-9
+    assert float(np.linalg.norm(w.particle(e).velocity)) < 1e-9

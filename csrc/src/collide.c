@@ -43,6 +43,11 @@
  *     tangential displacement relative to the surface is undone (no creep);
  *     else |vt| shrinks by mu dvn (kinetic); then vt *= keep (the material's
  *     exponential tangential damping, keep = exp(-rate h), seed 000).
+ * Undoing the slip along one surface can move a particle back into another
+ * (the floor's friction undoing a wall's push-out, which would leave a grain
+ * inside the wall for ever): a particle whose slip was undone is projected out
+ * of the colliders again, up to `iterations` times, deepest first, removing
+ * only approaching normal velocity (no friction, no restitution).
  * Contacts are reported per particle: the last collider touched (row, or
  * -1), its normal, and the accumulated normal impulse m dvn (N s).
  *
@@ -193,6 +198,72 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
     return depth > 0.0 ? depth : 0.0;
 }
 
+/* The deepest contact of particle i (at x, from p0) over all colliders: its depth
+ * (0: none), collider (-1: none) and world normal. */
+PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const double *p0,
+                         double r, const int32_t *kind, const double *center,
+                         const double *rotation, const int32_t *face_start,
+                         const int32_t *face_count, const double *face_normal,
+                         const double *face_offset, const double *cap_a, const double *cap_b,
+                         const double *cap_radius, const double *bound, const double *grow,
+                         int k, int dim)
+{
+    double best = 0.0;
+    double path_len = -1.0;  /* |x - p|, computed at the first bounded collider */
+    *best_j = -1;
+    for (int j = 0; j < k; j++) {
+        const double *c = center + (long)j * dim;
+        const double *R = rotation + (long)j * dim * dim;
+        double xl[3], pl[3], nl[3], depth;
+        if (bound[j] <= DBL_MAX) {
+            double off[3], path[3];
+            if (path_len < 0.0) {
+                for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
+                path_len = sqrt(ps_dot(path, path, dim));
+            }
+            for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
+            double lim = bound[j] + grow[j] * r + path_len;
+            if (ps_dot(off, off, dim) > lim * lim) continue;
+        }
+        to_local(xl, x, c, R, dim);
+        to_local(pl, p0, c, R, dim);
+        if (kind[j] == PS_POLYTOPE)
+            depth = polytope_contact(nl, pl, xl, r, face_normal + (long)face_start[j] * dim,
+                                     face_offset + face_start[j], face_count[j], dim);
+        else
+            depth = capsule_contact(nl, pl, xl, r, cap_a + (long)j * dim, cap_b + (long)j * dim,
+                                    cap_radius[j], dim);
+        if (depth > best) {
+            best = depth;
+            *best_j = j;
+            to_world(best_n, nl, R, dim);
+        }
+    }
+    return best;
+}
+
+/* Surface velocity of collider j at x: u = v_c + w x (x - c). */
+PS_INLINE void surface_velocity(double *u, const double *x, int j, const double *center,
+                                const double *velocity, const double *angular_velocity, int dim)
+{
+    const double *cj = center + (long)j * dim, *w = angular_velocity + 3L * j;
+    double rel[3];
+    for (int c = 0; c < dim; c++) rel[c] = x[c] - cj[c];
+    if (dim == 2) {
+        u[0] = velocity[2L * j] + -w[2] * rel[1];
+        u[1] = velocity[2L * j + 1] + w[2] * rel[0];
+    } else {
+        const double *vc = velocity + 3L * j;
+        u[0] = vc[0] + (w[1] * rel[2] - w[2] * rel[1]);
+        u[1] = vc[1] + (w[2] * rel[0] - w[0] * rel[2]);
+        u[2] = vc[2] + (w[0] * rel[1] - w[1] * rel[0]);
+    }
+}
+
+#define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, face_start, \
+                                 face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, \
+                                 bound, grow, k, dim)
+
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse,
@@ -213,57 +284,17 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
         if (inv_mass[i] == 0.0) continue;
         double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
         const double *p0 = prev_pos + (long)i * dim;
+        int slipped = 0;
         for (int it = 0; it < iterations; it++) {
-            double best = 0.0, best_n[3] = {0.0, 0.0, 0.0};
-            int best_j = -1;
-            double path_len = -1.0;  /* |x - p|, computed at the first bounded collider */
-            for (int j = 0; j < k; j++) {
-                const double *c = center + (long)j * dim;
-                const double *R = rotation + (long)j * dim * dim;
-                double xl[3], pl[3], nl[3], depth;
-                if (bound[j] <= DBL_MAX) {
-                    double off[3], path[3];
-                    if (path_len < 0.0) {
-                        for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
-                        path_len = sqrt(ps_dot(path, path, dim));
-                    }
-                    for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
-                    double lim = bound[j] + grow[j] * radius[i] + path_len;
-                    if (ps_dot(off, off, dim) > lim * lim) continue;
-                }
-                to_local(xl, x, c, R, dim);
-                to_local(pl, p0, c, R, dim);
-                if (kind[j] == PS_POLYTOPE)
-                    depth = polytope_contact(nl, pl, xl, radius[i],
-                                             face_normal + (long)face_start[j] * dim,
-                                             face_offset + face_start[j], face_count[j], dim);
-                else
-                    depth = capsule_contact(nl, pl, xl, radius[i], cap_a + (long)j * dim,
-                                            cap_b + (long)j * dim, cap_radius[j], dim);
-                if (depth > best) {
-                    best = depth;
-                    best_j = j;
-                    to_world(best_n, nl, R, dim);
-                }
-            }
-            if (best_j < 0) break;
+            double best_n[3] = {0.0, 0.0, 0.0};
+            int j;
+            double best = PS_DEEPEST(&j, best_n);
+            if (j < 0) break;
             contacts++;
-            int j = best_j;
             const double *nrm = best_n;
             for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
-            /* surface velocity u = v_c + w x (x - c) */
-            const double *cj = center + (long)j * dim, *w = angular_velocity + 3L * j;
-            double rel[3], u[3];
-            for (int c = 0; c < dim; c++) rel[c] = x[c] - cj[c];
-            if (dim == 2) {
-                u[0] = velocity[2L * j] + -w[2] * rel[1];
-                u[1] = velocity[2L * j + 1] + w[2] * rel[0];
-            } else {
-                const double *vc = velocity + 3L * j;
-                u[0] = vc[0] + (w[1] * rel[2] - w[2] * rel[1]);
-                u[1] = vc[1] + (w[2] * rel[0] - w[0] * rel[2]);
-                u[2] = vc[2] + (w[0] * rel[1] - w[1] * rel[0]);
-            }
+            double u[3];
+            surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
             contact_collider[i] = j;
             for (int c = 0; c < dim; c++) contact_normal[(long)i * dim + c] = nrm[c];
             double vr[3];
@@ -282,12 +313,30 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 for (int c = 0; c < dim; c++) slip[c] = (x[c] - p0[c]) - h * u[c];
                 double sn = ps_dot(slip, nrm, dim);
                 for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
+                slipped = 1;
                 scale = 0.0;
             } else {
                 scale = (1.0 - limit / vt_len) * keep[j];
             }
             for (int c = 0; c < dim; c++) v[c] = u[c] + vt[c] * scale + vn_new * nrm[c];
             contact_impulse[i] = contact_impulse[i] + mass[i] * dvn;
+        }
+        /* Undoing slip along one surface may move the particle back into another (a wall
+         * it was pushed out of): project it out again, without friction. */
+        for (int it = 0; slipped && it < iterations; it++) {
+            double best_n[3] = {0.0, 0.0, 0.0};
+            int j;
+            double best = PS_DEEPEST(&j, best_n);
+            if (j < 0) break;
+            for (int c = 0; c < dim; c++) x[c] = x[c] + best * best_n[c];
+            double u[3], vr[3];
+            surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
+            for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
+            double vn = ps_dot(vr, best_n, dim);
+            if (vn < 0.0) {
+                for (int c = 0; c < dim; c++) v[c] = v[c] - vn * best_n[c];
+                contact_impulse[i] = contact_impulse[i] + mass[i] * -vn;
+            }
         }
     }
     return contacts;

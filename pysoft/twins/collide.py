@@ -135,6 +135,53 @@ def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int)
     return depth, nrm
 
 
+def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, center: F64,
+             rotation: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
+             cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, k: int,
+             dim: int) -> tuple[F64, np.ndarray, F64]:
+    """The deepest contact of each particle ``idx`` over all colliders: depth (0: none),
+    collider (-1: none) and world normal, colliders in index order as in C."""
+    x, p0, r = pos[idx], prev_pos[idx], radius[idx]
+    best = np.zeros(len(idx))
+    best_j = np.full(len(idx), -1)
+    best_n = np.zeros((len(idx), dim))
+    path = x - p0
+    path_len = np.sqrt(dot(path, path, dim))
+    for j in range(k):
+        off = x - center[j]
+        lim = bound[j] + grow[j] * r + path_len
+        near = np.flatnonzero(~(dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
+        R = rotation[j]
+        xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)
+        if kind[j] == POLYTOPE:
+            lo, hi = face_start[j], face_start[j] + face_count[j]
+            depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
+        else:
+            depth, nl = _capsule_contact(pl, xl, r[near], cap_a[j], cap_b[j], cap_radius[j], dim)
+        deeper = depth > best[near]
+        rows = near[deeper]
+        best[rows] = depth[deeper]
+        best_j[rows] = j
+        best_n[rows] = _to_world(nl[deeper], R, dim)
+    return best, best_j, best_n
+
+
+def _surface_velocity(x: F64, j: np.ndarray, center: F64, velocity: F64, angular_velocity: F64,
+                      dim: int) -> F64:
+    """``u = v_c + w x (x - c)`` of colliders ``j`` at points ``x``."""
+    rel = x - center[j]
+    w = angular_velocity[j]
+    u = np.empty_like(x)
+    if dim == 2:
+        u[:, 0] = velocity[j, 0] + -w[:, 2] * rel[:, 1]
+        u[:, 1] = velocity[j, 1] + w[:, 2] * rel[:, 0]
+    else:
+        u[:, 0] = velocity[j, 0] + (w[:, 1] * rel[:, 2] - w[:, 2] * rel[:, 1])
+        u[:, 1] = velocity[j, 1] + (w[:, 2] * rel[:, 0] - w[:, 0] * rel[:, 2])
+        u[:, 2] = velocity[j, 2] + (w[:, 0] * rel[:, 1] - w[:, 1] * rel[:, 0])
+    return u
+
+
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
 def collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
@@ -145,48 +192,22 @@ def collide(
     dim: int,
     iterations: int, h: float, rest_speed: float,
 ) -> int:
-    """Particles against colliders: swept entry or nearest surface, deepest wins; response."""
+    """Particles against colliders: swept entry or nearest surface, deepest wins; response;
+    then particles whose slip was undone are projected out again without friction."""
+    shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
+             cap_b, cap_radius, bound, grow, k, dim)
     contacts = 0
     active = np.flatnonzero(inv_mass[:n] != 0.0)
+    slipped = np.zeros(n, dtype=bool)
     for _ in range(iterations):
         if not len(active) or not k:
             break
-        x, p0, r = pos[active], prev_pos[active], radius[active]
-        best = np.zeros(len(active))
-        best_j = np.full(len(active), -1)
-        best_n = np.zeros((len(active), dim))
-        path = x - p0
-        path_len = np.sqrt(dot(path, path, dim))
-        for j in range(k):
-            off = x - center[j]
-            lim = bound[j] + grow[j] * r + path_len
-            near = np.flatnonzero(~(dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
-            R = rotation[j]
-            xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)
-            if kind[j] == POLYTOPE:
-                lo, hi = face_start[j], face_start[j] + face_count[j]
-                depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
-            else:
-                depth, nl = _capsule_contact(pl, xl, r[near], cap_a[j], cap_b[j], cap_radius[j], dim)
-            deeper = depth > best[near]
-            rows = near[deeper]
-            best[rows] = depth[deeper]
-            best_j[rows] = j
-            best_n[rows] = _to_world(nl[deeper], R, dim)
+        best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
         contacts += len(active)
         x = pos[active] + best[:, None] * nrm
-        rel = x - center[j_]
-        w = angular_velocity[j_]
-        u = np.empty_like(x)
-        if dim == 2:
-            u[:, 0] = velocity[j_, 0] + -w[:, 2] * rel[:, 1]
-            u[:, 1] = velocity[j_, 1] + w[:, 2] * rel[:, 0]
-        else:
-            u[:, 0] = velocity[j_, 0] + (w[:, 1] * rel[:, 2] - w[:, 2] * rel[:, 1])
-            u[:, 1] = velocity[j_, 1] + (w[:, 2] * rel[:, 0] - w[:, 0] * rel[:, 2])
-            u[:, 2] = velocity[j_, 2] + (w[:, 0] * rel[:, 1] - w[:, 1] * rel[:, 0])
+        u = _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
         contact_collider[active] = j_
         contact_normal[active] = nrm
         vr = vel[active] - u
@@ -201,11 +222,27 @@ def collide(
         slip = (x - prev_pos[active]) - h * u
         sn = dot(slip, nrm, dim)
         x = np.where((app & static)[:, None], x - (slip - sn[:, None] * nrm), x)
+        slipped[active] |= app & static
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(static, 0.0, (1.0 - limit / vt_len) * keep[j_])
         v_new = u + vt * scale[:, None] + vn_new[:, None] * nrm
         pos[active] = x
         vel[active] = np.where(app[:, None], v_new, vel[active])
         contact_impulse[active] = np.where(app, contact_impulse[active] + mass[active] * dvn,
+                                           contact_impulse[active])
+    active = np.flatnonzero(slipped)
+    for _ in range(iterations):
+        if not len(active):
+            break
+        best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
+        found = best_j >= 0
+        active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        x = pos[active] + best[:, None] * nrm
+        pos[active] = x
+        vr = vel[active] - _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
+        vn = dot(vr, nrm, dim)
+        app = vn < 0.0
+        vel[active] = np.where(app[:, None], vel[active] - vn[:, None] * nrm, vel[active])
+        contact_impulse[active] = np.where(app, contact_impulse[active] + mass[active] * -vn,
                                            contact_impulse[active])
     return contacts
