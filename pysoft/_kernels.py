@@ -52,6 +52,7 @@ class Kernel:
     scalars: tuple[str, ...]
     writes: tuple[str, ...]
     ulp: int = 0  # 0: bitwise parity; otherwise the documented ULP bound
+    scratch: tuple[str, ...] = ()  # arrays it may overwrite freely (workspace, not results)
     index_args: tuple[tuple[str, str], ...] = ()  # (index array, count it indexes)
     check: Check | None = None  # extra checks of a one-off call's arguments
 
@@ -116,7 +117,7 @@ def _resolve(kernel: Kernel, arrays: dict[str, np.ndarray]) -> dict[str, int]:
         if a.ndim != len(arg.shape):
             raise ValueError(f"{kernel.name}: {arg.name} must have {len(arg.shape)} dimensions, "
                              f"got shape {a.shape}")
-        if arg.name in kernel.writes and not a.flags.writeable:
+        if (arg.name in kernel.writes or arg.name in kernel.scratch) and not a.flags.writeable:
             raise ValueError(f"{kernel.name}: {arg.name} is written and must be writeable")
         for sym, size in zip(arg.shape, a.shape, strict=True):
             if isinstance(sym, str) and sym.endswith("+1"):  # e.g. batch_start: nbatch + 1 rows

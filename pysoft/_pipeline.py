@@ -61,6 +61,9 @@ class Settings:
     _on_instability: str
     _contact_iterations: int
     _constraint_iterations: int
+    _particle_collisions: bool
+    _body_collisions: bool
+    _body_contact_iterations: int
     dim: int
 
     dt = _validate.Checked(_validate.positive, "Default frame length (s) of ``step()``.")
@@ -78,6 +81,13 @@ class Settings:
     constraint_iterations = _validate.Checked(
         lambda n, v: _validate.integer(n, v, 1),
         "XPBD solver sweeps per substep (default 2; more substeps converge better than more sweeps).")
+    body_contact_iterations = _validate.Checked(
+        lambda n, v: _validate.integer(n, v, 1),
+        "Body-contact sweeps per substep (default 1: more substeps converge better).")
+    body_collisions = _validate.Checked(
+        _validate.flag, "Whether bodies collide with each other (on by default).")
+    particle_collisions = _validate.Checked(
+        _validate.flag, "Whether free particles with a radius collide with bodies and each other.")
     on_instability = _validate.Checked(
         _validate.choice(("raise", "warn", "ignore")),
         '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')

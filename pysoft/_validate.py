@@ -163,3 +163,21 @@ def nonnegative_rows(name: str, value: Any, count: int) -> np.ndarray:
     if not np.isfinite(out).all() or (out < 0).any():
         raise ValueError(f"{name} must be finite and >= 0")
     return out
+
+
+def bits(name: str, value: Any) -> int:
+    """A 32-bit mask (an int in [0, 2**32)), returned as the int32 the Store keeps."""
+    out = integer(name, value, 0)
+    if out >= 1 << 32:
+        raise ValueError(f"{name} must be a 32-bit mask (< 2**32), got {out}")
+    return out - (1 << 32) if out >= 1 << 31 else out
+
+
+def bits_rows(name: str, value: Any, count: int) -> np.ndarray:
+    """A 32-bit mask or ``count`` of them, as int32."""
+    if np.ndim(value) == 0:
+        return np.full(count, bits(name, value), dtype=np.int32)
+    arr = array(name, value, (count,), integral=True)
+    if (arr < 0).any() or (arr >= 1 << 32).any():
+        raise ValueError(f"{name} must hold 32-bit masks (ints in [0, 2**32))")
+    return arr.astype(np.uint32).view(np.int32)

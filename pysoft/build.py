@@ -15,7 +15,9 @@ pressure and XPBD bodies without shape matching also get ``wobble_damping``
 body's rigid motion and leaves its flight and spin alone.
 XPBD bodies take ``compliance`` (m/N, default 1e-5: stiff) for their
 distance constraints and ``area_compliance`` (default 0: area kept) for
-their triangles.
+their triangles. Every builder also takes the body's collision options,
+keyword-only, as ``World.add_body`` does: ``category``, ``mask``,
+``self_collision``, ``friction`` and ``restitution``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,18 @@ def _check(**values: Any) -> None:
             validate.nonnegative(name, value)
 
 
+def _body(category: int, mask: int, self_collision: bool, friction: float,
+          restitution: float) -> dict[str, Any]:
+    """The body options every builder takes, checked before anything is added."""
+    validate.bits("category", category)
+    validate.bits("mask", mask)
+    validate.flag("self_collision", self_collision)
+    validate.nonnegative("friction", friction)
+    validate.unit_interval("restitution", restitution)
+    return {"category": category, "mask": mask, "self_collision": self_collision,
+            "friction": friction, "restitution": restitution}
+
+
 def _cells(cells: Sequence[int]) -> tuple[int, int]:
     counts = validate.array("cells", cells, (2,), integral=True)
     nx, ny = (validate.integer("cells", int(n), 1) + 1 for n in counts)
@@ -83,7 +97,8 @@ def _spring_defaults(mass: float, stiffness: float | None, damping: float | None
 def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
             models: set[str], k: float, c: float, amount: float | None, match: tuple[float, float],
             wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
-            compliance: float = 1e-5, area_compliance: float = 0.0) -> int:
+            compliance: float = 1e-5, area_compliance: float = 0.0,
+            body: dict[str, Any] | None = None) -> int:
     """The lattice as springs and/or XPBD constraints (outline edges at least, for a gas bag)
     and the body with its models."""
     if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
@@ -103,20 +118,23 @@ def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.n
         chosen.append(ShapeMatching(*match))
     elif {"pressure", "xpbd"} & models and validate.nonnegative("wobble_damping", wobble_damping) > 0:
         chosen.append(ShapeMatching(stiffness=0.0, damping=wobble_damping))
-    return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist())
+    return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist(), **(body or {}))
 
 
 def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float] = (1.0, 1.0),
         cells: Sequence[int] = (4, 4), model: str | Sequence[str] = "springs", mass: float = 1.0,
         stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-        compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0) -> int:
+        compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A box of (cells + 1) particles per side with structural and diagonal springs (seed 002).
 
     ``mass`` is the whole body's (kg); ``amount`` (pressure, N m) defaults to
     4 * mass * g * height, so the gas holds the box up against its own weight.
     A pressure-only box is its outline alone (interior particles would float).
     """
+    body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
@@ -145,7 +163,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
     return _finish(world, entities, outline, pairs, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance,
-                   area_compliance)
+                   area_compliance, body)
 
 
 def _ring(center: Sequence[float], radius: float, segments: int, mass: float) -> tuple[np.ndarray, float]:
@@ -165,9 +183,12 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            segments: int = 16, model: str | Sequence[str] = "springs", mass: float = 1.0,
            stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
            match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-           compliance: float = 1e-5, particle_radius: float = 0.0) -> int:
+           compliance: float = 1e-5, particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
     steps and to the opposite one."""
+    body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
@@ -185,13 +206,15 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     if amount is None:
         amount = 4.0 * mass * 9.81 * 2 * r
     return _finish(world, entities, i, pairs, models, k, d, amount, (match_stiffness, match_damping),
-                   wobble_damping, compliance=compliance)
+                   wobble_damping, compliance=compliance, body=body)
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
          segments: int = 20, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, amount: float | None = None, inflation: float = 0.05,
-         wobble_damping: float = 8.0, particle_radius: float = 0.0) -> int:
+         wobble_damping: float = 8.0, particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A pressurised ring (seed 004): edge springs and gas inside.
 
     Defaults: the gas pressure P = 2 m g / radius (the ball carries about four
@@ -200,6 +223,7 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     times ``radius``: pressure balances the springs' tension where
     P l cos(pi/N) = 2 k (l - L0) sin(pi/N).
     """
+    body = _body(category, mask, self_collision, friction, restitution)
     _check(stiffness=stiffness, damping=damping, amount=amount, wobble_damping=wobble_damping,
            particle_radius=particle_radius)
     if validate.integer("segments", segments, 3) < 6:
@@ -219,13 +243,16 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
         amount = pressure * area
     entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
-                   (0.0, 0.0), wobble_damping)
+                   (0.0, 0.0), wobble_damping, body=body)
 
 
 def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4,
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
-         damping: float | None = None, particle_radius: float = 0.0) -> int:
+         damping: float | None = None, particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A ring plus a centre particle, every pair joined by a spring (seed 003)."""
+    body = _body(category, mask, self_collision, friction, restitution)
     _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
     pos, _ = _ring(center, radius, segments, mass)
     m = float(mass) / (len(pos) + 1)
@@ -236,16 +263,19 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
     a, b = np.triu_indices(n, 1)
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
     world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1))
-    return world.add_body(entities[:-1].tolist(), particles=entities.tolist())
+    return world.add_body(entities[:-1].tolist(), particles=entities.tolist(), **body)
 
 
 def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float] = (1.0, 2.0),
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, bending: float = 0.0, pin: Sequence[str] = ("start",),
-         model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0) -> int:
+         model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A chain from ``start`` to ``end`` of springs (``model="springs"``) or XPBD distance
     constraints (``model="xpbd"``, ``compliance`` m/N, 0: inextensible); ``bending`` (N/m)
     adds springs that skip one particle; ``pin`` may name "start" and/or "end"."""
+    body = _body(category, mask, self_collision, friction, restitution)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
     _check(stiffness=stiffness, damping=damping, bending=bending, compliance=compliance,
@@ -272,20 +302,23 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     if validate.nonnegative("bending", bending) > 0 and n > 2:
         j = np.arange(n - 2)
         world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d)
-    return world.add_body(entities.tolist())
+    return world.add_body(entities.tolist(), **body)
 
 
 def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float] = (1.0, 1.0),
           cells: Sequence[int] = (10, 10), pin: str | Sequence[int] = "top corners",
           model: str = "xpbd", mass: float = 0.5, compliance: float = 1e-6,
           stiffness: float | None = None, damping: float | None = None,
-          particle_radius: float = 0.0) -> int:
+          particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """A net of (cells + 1)^2 particles with structural and shear links, hanging from pinned points.
 
     ``pin``: "top corners", "top" (the whole top row), "none", or particle indices
     (row-major, x fastest, row 0 at the bottom). ``model``: "xpbd" (distance
     constraints of ``compliance``) or "springs".
     """
+    body = _body(category, mask, self_collision, friction, restitution)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
     _check(stiffness=stiffness, damping=damping, compliance=compliance, particle_radius=particle_radius)
@@ -314,7 +347,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
                           dtype=np.int64)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
     return _finish(world, entities, outline, grid_pairs(nx, ny), {model}, k, d, None, (0.0, 0.0),
-                   compliance=compliance)
+                   compliance=compliance, body=body)
 
 
 def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
@@ -322,7 +355,9 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
             damping: float | None = None, amount: float | None = None,
             match_stiffness: float = 2000.0, match_damping: float = 20.0,
             wobble_damping: float = 8.0, compliance: float = 1e-5, area_compliance: float = 0.0,
-            particle_radius: float = 0.0) -> int:
+            particle_radius: float = 0.0,
+        *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        friction: float = 0.5, restitution: float = 0.0) -> int:
     """Any simple polygon outline (counter-clockwise or not), triangulated with mapbox-earcut.
 
     Edges longer than ``segment`` (m) are subdivided first. The triangulation's
@@ -330,6 +365,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     which also keeps every triangle's area); ``"pressure"`` and
     ``"shape_matching"`` work as for the other builders.
     """
+    body = _body(category, mask, self_collision, friction, restitution)
     import mapbox_earcut
 
     models = _models(model)
@@ -362,7 +398,8 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     if amount is None:
         amount = 4.0 * mass * 9.81 * float(np.ptp(v[:, 1]))
     return _finish(world, entities, np.arange(len(v)), edges, models, k, d, amount,
-                   (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance)
+                   (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance,
+                   body)
 
 
 def _subdivide(v: np.ndarray, segment: float) -> np.ndarray:

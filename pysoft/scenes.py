@@ -158,3 +158,19 @@ def kernel_zoo(particles: int = 10_000, **world_args: Any) -> World:
         build.box(world, center=c + np.array((10.0, 0.0)), size=(0.5, 0.5), model="shape_matching")
         build.box(world, center=c + np.array((20.0, 0.0)), size=(0.5, 0.5), model="xpbd")
     return world
+
+
+def pile(bodies: int = 400, width: float = 60.0, model: str = "springs", **world_args: Any) -> World:
+    """``bodies`` 0.5 m boxes of 5 x 5 particles (``model``), dropped in a grid into a bin
+    ``width`` wide with walls (the body-contact benchmark; 400 boxes: 10,000 particles,
+    four layers deep in the 60 m bin)."""
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.1, friction=0.6)
+    half = width / 2.0
+    for normal, offset in (((1.0, 0.0), -half), ((-1.0, 0.0), -half)):
+        world.add_collider(Plane(normal=normal, offset=offset), friction=0.4)
+    per_row = max(1, int(width / 0.6))
+    for k in range(bodies):
+        c = (-half + 0.3 + 0.6 * (k % per_row) + 0.05 * ((k // per_row) % 2), 0.35 + 0.6 * (k // per_row))
+        build.box(world, center=c, size=(0.5, 0.5), model=model)
+    return world

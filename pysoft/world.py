@@ -27,11 +27,12 @@ from pysoft.features._feature import Context, Feature
 from pysoft.features.bodies import Bodies
 from pysoft.features.colliders import Colliders, Contacts
 from pysoft.features.constraints import Constraints
+from pysoft.features.contacts import BodyCollisions, BodyContacts
 from pysoft.features.gravity import Gravity
 from pysoft.features.particles import Particles
 from pysoft.features.springs import Springs
 
-__all__ = ["BACKENDS", "INTEGRATORS", "Contacts", "InstabilityError", "World"]
+__all__ = ["BACKENDS", "INTEGRATORS", "BodyContacts", "Contacts", "InstabilityError", "World"]
 
 BACKENDS = ("c", "python")
 P = ParamSpec("P")
@@ -91,6 +92,9 @@ class World(Settings):
         constraint_iterations: int = 2,
         max_speed: float = 1e3,
         on_instability: str = "raise",
+        particle_collisions: bool = False,
+        body_collisions: bool = True,
+        body_contact_iterations: int = 1,
     ) -> None:
         if dim not in (2, 3) or isinstance(dim, bool):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
@@ -112,6 +116,9 @@ class World(Settings):
         self.on_instability = on_instability
         self.contact_iterations = dim if contact_iterations is None else contact_iterations
         self.constraint_iterations = constraint_iterations
+        self.particle_collisions = particle_collisions
+        self.body_collisions = body_collisions
+        self.body_contact_iterations = body_contact_iterations
         self._ecs = Ecs(context)
         self.context = self._ecs.context
         self.store = Store(dim)
@@ -155,6 +162,7 @@ class World(Settings):
     add_collider = _api(Colliders, Colliders.add_collider)
     collider = _api(Colliders, Colliders.collider)
     contacts: Contacts = _view(Colliders, "contacts")
+    body_contacts: BodyContacts = _view(BodyCollisions, "body_contacts")
     add_gravity_well = _api(Gravity, Gravity.add_gravity_well)
     gravity_well = _api(Gravity, Gravity.gravity_well)
 

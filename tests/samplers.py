@@ -153,7 +153,8 @@ def sample_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
     angular = np.zeros((k, 3))
     angular[1, 2] = 1.5  # a spinning box
     return {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
-            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "prev_pos": prev,
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n),
+            "support": vec(rng, n, dim), "prev_pos": prev,
             "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
             **colliders, "velocity": rng.normal(0.0, 1.0, (k, dim)), "angular_velocity": angular,
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
@@ -276,6 +277,71 @@ def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str
     return {"pos": p["pos"], "vel": p["vel"], "max_speed": 40.0}
 
 
+def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Overlapping rings (closed bodies, some self-colliding), an open chain, particles
+    shared by two bodies and free particles with radii, moving from where they were at
+    the substep's start; a small hash so that its cells must grow."""
+    p = particles(rng, n, 2)
+    pos, prev = p["pos"], p["pos"].copy()
+    radius = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.08, n), 0.0)
+    owner = np.full(n, -1, dtype=np.int32)
+    rest_pos = rng.normal(0.0, 0.3, (n, 2))
+    members: list[list[int]] = []
+    outlines: list[list[int]] = []
+    flags: list[int] = []
+    free = list(rng.permutation(n))
+    while len(free) >= 4 and len(members) < max(1, n // 10):
+        k = min(int(rng.integers(4, 11)), len(free))
+        ring, free = [int(i) for i in free[:k]], free[k:]
+        t = np.linspace(0.0, 2 * np.pi, k, endpoint=False)
+        centre = rng.normal(0.0, 0.6, 2)
+        if len(members) % 5 == 4:  # an open chain (a rope): no area
+            pos[ring] = centre + np.stack([np.linspace(-0.5, 0.5, k), np.zeros(k)], axis=1)
+            flags.append(int(rng.integers(0, 2)) * 2)
+        else:
+            pos[ring] = centre + rng.uniform(0.2, 0.6) * np.stack([np.cos(t), np.sin(t)], axis=1)
+            flags.append(1 | int(rng.random() < 0.3) * 2)
+        extra = [int(i) for i in free[:1]] if rng.random() < 0.5 else []  # an interior member
+        free = free[len(extra):]
+        members.append(ring + extra)
+        outlines.append(ring)
+    if len(members) >= 2:  # a particle shared by two bodies
+        members[1].append(members[0][0])
+    for b, mem in enumerate(members):
+        for i in mem:
+            owner[i] = b if owner[i] == -1 else -2
+    prev += rng.normal(0.0, 0.03, prev.shape)  # where they were at the substep's start
+    nb = len(members)
+    m_start = np.cumsum([0] + [len(m) for m in members])[:-1].astype(np.int32)
+    o_start = np.cumsum([0] + [len(o) for o in outlines])[:-1].astype(np.int32)
+    flat = lambda lists: np.array([i for x in lists for i in x], dtype=np.int32)  # noqa: E731
+    nbuckets, nentries = 16, 4 * nb + 4
+    return {
+        "pos": pos, "vel": p["vel"], "contact_body": np.full(n, -1, dtype=np.int32),
+        "contact_point": np.zeros((n, 2)), "contact_normal": np.zeros((n, 2)),
+        "contact_impulse": np.zeros(n), "snap": np.zeros((n, 2)), "aabb": np.zeros((nb, 5)),
+        "bucket_start": np.zeros(nbuckets + 1, dtype=np.int32),
+        "bucket_body": np.zeros(nentries, dtype=np.int32),
+        "cell_start": np.zeros(nbuckets + 1, dtype=np.int32),
+        "cell_particle": np.zeros(n, dtype=np.int32), "near": np.zeros(n, dtype=np.int32),
+        "home": np.zeros(n, dtype=np.int32),
+        "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0]], 0.0),
+        "radius": radius, "inv_mass": p["inv_mass"], "owner": owner,
+        "category": rng.choice(np.array([1, 2, 3], dtype=np.int32), n),
+        "mask": np.where(rng.random(n) < 0.8, -1, 1).astype(np.int32),
+        "friction": rng.uniform(0.0, 1.0, n), "restitution": rng.uniform(0.0, 1.0, n),
+        "rest_pos": rest_pos, "outline": flat(outlines) if outlines else np.zeros(0, np.int32),
+        "outline_start": o_start, "outline_count": np.array([len(o) for o in outlines], dtype=np.int32),
+        "member": flat(members) if members else np.zeros(0, np.int32), "member_start": m_start,
+        "member_count": np.array([len(m) for m in members], dtype=np.int32),
+        "body_flags": np.array(flags, dtype=np.int32),
+        "body_category": rng.choice(np.array([1, 2], dtype=np.int32), nb),
+        "body_mask": np.where(rng.random(nb) < 0.8, -1, 3).astype(np.int32),
+        "body_friction": rng.uniform(0.0, 1.0, nb), "body_restitution": rng.uniform(0.0, 1.0, nb),
+        "iterations": 2, "particle_collisions": 1, "h": 1.0 / 480.0, "rest_speed": 0.25,
+    }
+
+
 Sampler = Callable[[np.random.Generator, int, int], dict[str, Any]]
 
 SAMPLERS: dict[str, Sampler] = {
@@ -296,6 +362,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_volume": sample_xpbd_volume,
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
+    "body_contacts": sample_body_contacts,
 }
 
 

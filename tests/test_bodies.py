@@ -256,13 +256,15 @@ def _floor_world(backend: str) -> pysoft.World:
     return w
 
 
-def _build(w: pysoft.World, name: str, model: str) -> int:
+def _build(w: pysoft.World, name: str, model: str, alone: int = 0) -> int:
     """The builder with its defaults, centred at (0, 1.5) (the rope from (-0.5, 1.5) to
-    (0.5, 1.5), unpinned)."""
+    (0.5, 1.5), unpinned); with ``alone`` = k > 0, in collision category 1 << k colliding
+    only with it, so that bodies built alone-k with different k pass through each other."""
+    options = {"category": 1 << alone, "mask": 1 << alone} if alone else {}
     if name == "rope":
-        return build.rope(w, start=(-0.5, 1.5), end=(0.5, 1.5), pin=())
+        return build.rope(w, start=(-0.5, 1.5), end=(0.5, 1.5), pin=(), **options)
     extra = {"model": model} if model else {}
-    body: int = getattr(build, name)(w, center=(0.0, 1.5), **extra)
+    body: int = getattr(build, name)(w, center=(0.0, 1.5), **extra, **options)
     return body
 
 
@@ -270,11 +272,11 @@ def _build(w: pysoft.World, name: str, model: str) -> int:
 def dropped(request: pytest.FixtureRequest) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray,
                                                                              np.ndarray]]:
     """Every builder of BUILDS dropped from (0, 1.5) and stepped 10 s, all in one floor world
-    (the bodies overlap but share nothing: pysoft has no particle-particle contact, so each
-    evolves exactly as alone; test_builders_in_one_world_evolve_as_alone checks this bit
-    for bit). Per build: member positions, member velocities, outline positions."""
+    (the bodies overlap, each in its own collision category, so each evolves exactly as
+    alone; test_builders_in_one_world_evolve_as_alone checks this bit for bit). Per
+    build: member positions, member velocities, outline positions."""
     w = _floor_world(request.param)
-    bodies = {case: _build(w, *case) for case in BUILDS}
+    bodies = {case: _build(w, *case, alone=k + 1) for k, case in enumerate(BUILDS)}
     for _ in range(DROP_FRAMES):
         w.step()
     out = {}
@@ -323,7 +325,7 @@ def test_builders_in_one_world_evolve_as_alone() -> None:
     builder dropped alone into its own floor world (C core) ends, after 10 s, with the
     same member positions bit for bit (max |difference| == 0) as in the shared world."""
     w = _floor_world("c")
-    shared = {case: _build(w, *case) for case in BUILDS}
+    shared = {case: _build(w, *case, alone=k + 1) for k, case in enumerate(BUILDS)}
     for _ in range(DROP_FRAMES):
         w.step()
     for case, b in shared.items():

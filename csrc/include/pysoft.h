@@ -8,7 +8,8 @@
  * helpers and constants they share.
  *
  * Every kernel is a pure function over caller-owned arrays: written arrays
- * first, then read-only arrays, then counts, then scalars. Kernels never
+ * first (then any workspace it may overwrite), then read-only arrays, then
+ * counts, then scalars. Kernels never
  * allocate, keep no state and loop in a fixed order; each documents its
  * accumulation order so that its NumPy twin (same name without the ps_
  * prefix, in pysoft/twins/<file>.py) matches it bit for bit.
@@ -87,7 +88,7 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
 
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
-               double *contact_normal, double *contact_impulse,
+               double *contact_normal, double *contact_impulse, double *support,
                const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
@@ -98,6 +99,24 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *cap_a, const double *cap_b, const double *cap_radius,
                const double *bound, const double *grow, int n, int k, int nfaces,
                int dim, int iterations, double h, double rest_speed);
+
+/* contacts.c */
+int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *contact_point,
+                     double *contact_normal, double *contact_impulse, double *snap,
+                     double *aabb, int32_t *bucket_start, int32_t *bucket_body,
+                     int32_t *cell_start, int32_t *cell_particle, int32_t *near,
+                     int32_t *home, const double *prev_pos, const double *support,
+                     const double *radius, const double *inv_mass,
+                     const int32_t *owner, const int32_t *category, const int32_t *mask,
+                     const double *friction, const double *restitution, const double *rest_pos,
+                     const int32_t *outline, const int32_t *outline_start,
+                     const int32_t *outline_count, const int32_t *member,
+                     const int32_t *member_start, const int32_t *member_count,
+                     const int32_t *body_flags, const int32_t *body_category,
+                     const int32_t *body_mask, const double *body_friction,
+                     const double *body_restitution, int n, int nb, int nbuckets,
+                     int nentries, int dim, int iterations, int particle_collisions,
+                     double h, double rest_speed);
 
 /* finish.c */
 const char *ps_compile_flags(void);

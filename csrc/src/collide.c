@@ -49,7 +49,10 @@
  * of the colliders again, up to `iterations` times, deepest first, removing
  * only approaching normal velocity (no friction, no restitution).
  * Contacts are reported per particle: the last collider touched (row, or
- * -1), its normal, and the accumulated normal impulse m dvn (N s).
+ * -1), its normal, and the accumulated normal impulse m dvn (N s); and
+ * `support` holds the normal of the particle's last contact in this substep
+ * (zero if none): the body contacts that follow never push a particle into
+ * the collider it rests on (a collider does not give way).
  *
  * Loop order: particles outer, iterations, colliders in index order, faces
  * in index order; dot products sum components left to right. The NumPy twin
@@ -214,7 +217,7 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
     for (int j = 0; j < k; j++) {
         const double *c = center + (long)j * dim;
         const double *R = rotation + (long)j * dim * dim;
-        double xl[3], pl[3], nl[3], depth;
+        double xl[3], pl[3], nl[3] = {0.0, 0.0, 0.0}, depth;
         if (bound[j] <= DBL_MAX) {
             double off[3], path[3];
             if (path_len < 0.0) {
@@ -266,7 +269,7 @@ PS_INLINE void surface_velocity(double *u, const double *x, int j, const double 
 
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
-               double *contact_normal, double *contact_impulse,
+               double *contact_normal, double *contact_impulse, double *support,
                const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
@@ -281,6 +284,8 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
     int contacts = 0;
     (void)nfaces;
     for (int i = 0; i < n; i++) {
+        double *sup = support + (long)i * dim;
+        for (int c = 0; c < dim; c++) sup[c] = 0.0;
         if (inv_mass[i] == 0.0) continue;
         double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
         const double *p0 = prev_pos + (long)i * dim;
@@ -296,7 +301,10 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             double u[3];
             surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
             contact_collider[i] = j;
-            for (int c = 0; c < dim; c++) contact_normal[(long)i * dim + c] = nrm[c];
+            for (int c = 0; c < dim; c++) {
+                contact_normal[(long)i * dim + c] = nrm[c];
+                sup[c] = nrm[c];
+            }
             double vr[3];
             for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
             double vn = ps_dot(vr, nrm, dim);
@@ -343,7 +351,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
 }
 
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
-               double *contact_normal, double *contact_impulse,
+               double *contact_normal, double *contact_impulse, double *support,
                const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
@@ -355,7 +363,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *bound, const double *grow, int n, int k, int nfaces,
                int dim, int iterations, double h, double rest_speed)
 {
-#define PS_COLLIDE_ARGS(D) pos, vel, contact_collider, contact_normal, contact_impulse, \
+#define PS_COLLIDE_ARGS(D) pos, vel, contact_collider, contact_normal, contact_impulse, support, \
         prev_pos, radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity, \
         restitution, friction, keep, face_start, face_count, face_normal, face_offset, cap_a, \
         cap_b, cap_radius, bound, grow, n, k, nfaces, D, iterations, h, rest_speed

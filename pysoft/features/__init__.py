@@ -18,11 +18,13 @@ from pysoft.features._feature import Context, Feature
 from pysoft.features.bodies import Bodies
 from pysoft.features.colliders import Colliders
 from pysoft.features.constraints import Constraints
+from pysoft.features.contacts import BodyCollisions
 from pysoft.features.gravity import Gravity
 from pysoft.features.particles import MAX_PARTICLES, Particles
 from pysoft.features.springs import Springs
 
-FEATURES: tuple[type[Feature], ...] = (Particles, Gravity, Springs, Constraints, Bodies, Colliders)
+FEATURES: tuple[type[Feature], ...] = (Particles, Gravity, Springs, Constraints, Bodies, Colliders,
+                                       BodyCollisions)
 
 
 class Features:
@@ -31,7 +33,11 @@ class Features:
     def __init__(self, ctx: Context) -> None:
         fields: dict[str, Any] = {}
         for cls in FEATURES:
-            fields.update(cls.particle_fields(ctx.dim))
+            own = cls.particle_fields(ctx.dim)
+            if set(own) & set(fields):
+                raise ValueError(f"{cls.__name__} declares particle fields another feature has: "
+                                 f"{sorted(set(own) & set(fields))}")
+            fields.update(own)
         ctx.store.table("particles", fields, MAX_PARTICLES)
         self.all = [cls(ctx) for cls in FEATURES]
         self.ctx = ctx

@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _validate
-from pysoft._ecs import RemovedError, RowView
+from pysoft._ecs import Column, RemovedError, RowView
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Incidence, Ragged, Table
 from pysoft.features._feature import Context, Feature, PerState
@@ -24,6 +24,7 @@ from pysoft.shapes import signed_area
 
 MAX_BODIES = 1 << 20
 MAX_MEMBERS = 1 << 25
+CLOSED, SELF = 1, 2  # body flags: an outline that encloses an area; self-collision
 
 
 def _check_ranges(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]], None]:
@@ -164,6 +165,47 @@ class SoftBody(RowView):
         return self._members.get(self.row, "rest").copy()
 
     @property
+    def closed(self) -> bool:
+        """True if the outline encloses an area: other bodies' particles collide with it
+        (a rope's outline does not; its particles collide as particles)."""
+        return bool(self.table.arrays["flags"][self.row] & CLOSED)
+
+    @property
+    def self_collision(self) -> bool:
+        """Whether the body's particles collide with its own outline and, with radii, with
+        each other (the pairs that overlap in the rest shape excepted)."""
+        return bool(self.table.arrays["flags"][self.row] & SELF)
+
+    @self_collision.setter
+    def self_collision(self, value: bool) -> None:
+        flags = self.table.arrays["flags"]
+        row = self.row
+        flags[row] = (flags[row] & ~SELF) | (SELF if _validate.flag("self_collision", value) else 0)
+
+    @property
+    def category(self) -> int:
+        """Collision category bits of the body and its particles."""
+        return int(self.table.arrays["category"][self.row]) & 0xFFFFFFFF
+
+    @category.setter
+    def category(self, value: int) -> None:
+        self.table.arrays["category"][self.row] = _validate.bits("category", value)
+
+    @property
+    def mask(self) -> int:
+        """The categories the body collides with (a pair collides if each accepts the other)."""
+        return int(self.table.arrays["mask"][self.row]) & 0xFFFFFFFF
+
+    @mask.setter
+    def mask(self, value: int) -> None:
+        self.table.arrays["mask"][self.row] = _validate.bits("mask", value)
+
+    friction = Column("friction", "Coulomb friction against other bodies (mixed: sqrt(mu1 mu2)).",
+                      _validate.nonnegative)
+    restitution = Column("restitution", "Restitution against other bodies in [0, 1] (mixed: the "
+                         "larger).", _validate.unit_interval)
+
+    @property
     def pressure(self) -> Pressure | None:
         """The body's Pressure model, if it has one."""
         return next((m for m in self.models if isinstance(m, Pressure)), None)
@@ -203,7 +245,14 @@ class Bodies(Feature):
     """Soft bodies and their models."""
 
     kinds = (SoftBody,)
-    snapshot = (("bodies", ("amount", "min_area", "match_stiffness", "match_damping")),)
+    snapshot = (("bodies", ("amount", "min_area", "match_stiffness", "match_damping", "flags",
+                            "category", "mask", "friction", "restitution")),)
+
+    @staticmethod
+    def particle_fields(dim: int) -> dict[str, Field]:
+        # owner: the row of the one body a particle belongs to, -1 for none, -2 for several;
+        # rest_pos: its rest offset in that body (self-collision spares neighbours at rest).
+        return {"owner": Field((), np.int32, -1), "rest_pos": Field((dim,), np.float64)}
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -211,7 +260,10 @@ class Bodies(Feature):
         self.table = B = ctx.store.table("bodies", {
             "member_start": i32, "member_count": i32, "outline_start": i32, "outline_count": i32,
             "pressure_count": i32, "match_count": i32, "amount": f64, "min_area": f64,
-            "match_stiffness": f64, "match_damping": f64, "entity": Field((), np.int64, -1),
+            "match_stiffness": f64, "match_damping": f64, "flags": i32,
+            "category": Field((), np.int32, 1), "mask": Field((), np.int32, -1),
+            "friction": Field((), np.float64, 0.5), "restitution": f64,
+            "entity": Field((), np.int64, -1),
         }, MAX_BODIES)
         particle = Field((), np.int64, -1)  # the member's particle entity
         members = ctx.store.table("body_members", {"rows": i32, "particle": particle,
@@ -223,10 +275,18 @@ class Bodies(Feature):
         ctx.pipeline.forces.append(self.term)
 
     def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
-                 particles: Sequence[int] | None = None) -> int:
+                 particles: Sequence[int] | None = None, self_collision: bool = False,
+                 category: int = 1, mask: int = 0xFFFFFFFF, friction: float = 0.5,
+                 restitution: float = 0.0) -> int:
         """A soft body: ``outline`` particle entities (counter-clockwise; clockwise is reversed),
         models (``Pressure``, ``ShapeMatching``), and optionally all its ``particles``
         (default: the outline). Bodies may share particles. 2D for now.
+
+        Bodies collide: another body's particles are kept out of an outline that encloses
+        an area. ``category``/``mask`` filter pairs as in Box2D (a pair collides if each
+        one's category meets the other's mask); ``friction`` (Coulomb) and ``restitution``
+        mix with the other body's as sqrt(mu1 mu2) and max(e1, e2); ``self_collision``
+        keeps the body from passing through itself.
         """
         if self.ctx.dim != 2:
             raise ValueError("add_body: body models are 2D for now (this world has dim=3)")
@@ -242,6 +302,11 @@ class Bodies(Feature):
                 raise ValueError(f"this {type(m).__name__} already belongs to a body; make a new one")
         if len(set(kinds)) != len(kinds):
             raise ValueError("models: at most one of each kind per body")
+        flags = SELF if _validate.flag("self_collision", self_collision) else 0
+        material = {"category": _validate.bits("category", category),
+                    "mask": _validate.bits("mask", mask),
+                    "friction": _validate.nonnegative("friction", friction),
+                    "restitution": _validate.unit_interval("restitution", restitution)}
         P = self.ctx.store.particles
         pos = P.arrays["pos"]
         area = 0.0
@@ -259,7 +324,9 @@ class Bodies(Feature):
         xy = pos[P.rows(members)]
         entity = int(self.ctx.ecs.create(1, lambda: SoftBody(B, self.members, self.outline,
                                                              models))[0])
-        row = B.add(1, min_area=1e-3 * area, entity=[entity])
+        if area > 0.0:
+            flags |= CLOSED
+        row = B.add(1, min_area=1e-3 * area, entity=[entity], flags=flags, **material)
         self.members.assign(row, rows=P.rows(members).astype(np.int32), particle=members,
                             rest=xy - xy.mean(axis=0))
         self.outline.assign(row, rows=P.rows(ring).astype(np.int32), particle=ring)
@@ -268,6 +335,7 @@ class Bodies(Feature):
             self.ctx.ecs.add_component(entity, m)
         self.incidence.add(members[None, :], np.array([entity]))
         self._counts(row)
+        self._owners(members.tolist())
         return entity
 
     def _particle_list(self, name: str, entities: Sequence[int]) -> np.ndarray:
@@ -279,6 +347,30 @@ class Bodies(Feature):
         if bad:
             raise KeyError(f"{name}: entity {bad[0]} is not a live particle of this world")
         return ids
+
+    def _owners(self, particles: list[int]) -> None:
+        """Set the ``owner`` and ``rest_pos`` columns of ``particles`` from their bodies."""
+        P, B = self.ctx.store.particles, self.table
+        owner, rest_pos = P.arrays["owner"], P.arrays["rest_pos"]
+        single: dict[int, list[int]] = {}
+        for p in particles:
+            r = P.row_of.get(p)
+            if r is None:
+                continue
+            bodies = self.incidence.of.get(p, ())
+            if len(bodies) == 1:
+                single.setdefault(bodies[0], []).append(p)
+            else:
+                owner[r] = -1 if not bodies else -2
+                rest_pos[r] = 0.0
+        for body, ps in single.items():
+            row = B.row_of[body]
+            index = {e: k for k, e in enumerate(self.members.get(row, "particle").tolist())}
+            rest = self.members.get(row, "rest")
+            for p in ps:
+                r = P.row_of[p]
+                owner[r] = row
+                rest_pos[r] = rest[index[p]]
 
     def _counts(self, row: int) -> None:
         """Set a body's model counts from its ranges and models (0: the kernel skips it)."""
@@ -305,14 +397,20 @@ class Bodies(Feature):
 
     def remove(self, entities: list[int]) -> None:
         B = self.table
+        freed: list[int] = []
         for e in entities:
             row = B.row_of[e]
-            self.incidence.discard(self.members.get(row, "particle").tolist(), e)
+            members = self.members.get(row, "particle").tolist()
+            self.incidence.discard(members, e)
+            freed.extend(members)
             self.members.release(row)
             self.outline.release(row)
             self._counts(row)
-        B.remove_rows(B.rows(entities))
+        _, moved_to = B.remove_rows(B.rows(entities))
         self.ctx.ecs.delete(entities)
+        for row in moved_to.tolist():  # their members' owner is a body row: renumber
+            freed.extend(self.members.get(row, "particle").tolist())
+        self._owners(freed)
 
     def drop_particles(self, particles: list[int]) -> None:
         doomed = set(particles)
@@ -328,6 +426,9 @@ class Bodies(Feature):
                 rest -= rest.mean(axis=0)
             self.incidence.discard(gone, body)
             self._counts(row)
+            if len(self.outline.get(row, "particle")) < 3:
+                self.table.arrays["flags"][row] &= ~CLOSED
+            self._owners(self.members.get(row, "particle").tolist())
 
     def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
         new_row = dict(zip(entities.tolist(), rows.tolist(), strict=True))

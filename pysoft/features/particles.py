@@ -70,11 +70,33 @@ class Particle(RowView):
     mass = Column("mass", "Mass (kg); ``inf`` for an immovable particle.")
     inv_mass = Column("inv_mass", "1 / mass (1/kg); 0 when pinned or of infinite mass.")
     radius = Column("radius", "Collision radius (m).")
+    friction = Column("friction", "Coulomb friction against bodies and particles (a body's members "
+                      "use the body's).", _validate.nonnegative)
+    restitution = Column("restitution", "Restitution in [0, 1] against bodies and particles (a body's "
+                         "members use the body's).", _validate.unit_interval)
 
     @property
     def pinned(self) -> bool:
         """True if the particle never moves."""
         return bool(self.inv_mass == 0.0)
+
+    @property
+    def category(self) -> int:
+        """Collision category bits (Box2D-style): it meets what both masks accept."""
+        return int(self.table.arrays["category"][self.row]) & 0xFFFFFFFF
+
+    @category.setter
+    def category(self, value: int) -> None:
+        self.table.arrays["category"][self.row] = _validate.bits("category", value)
+
+    @property
+    def mask(self) -> int:
+        """The categories this particle collides with (bits)."""
+        return int(self.table.arrays["mask"][self.row]) & 0xFFFFFFFF
+
+    @mask.setter
+    def mask(self, value: int) -> None:
+        self.table.arrays["mask"][self.row] = _validate.bits("mask", value)
 
 
 class Integrators:
@@ -180,7 +202,8 @@ class Particles(Feature):
     """Point masses: adding, looking up, bulk views, removal, integration."""
 
     kinds = (Particle,)
-    snapshot = (("particles", ("pos", "vel", "mass", "inv_mass", "radius")),)
+    snapshot = (("particles", ("pos", "vel", "mass", "inv_mass", "radius", "friction", "restitution",
+                               "category", "mask")),)
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
@@ -190,6 +213,9 @@ class Particles(Feature):
         return {"pos": vec, "vel": vec, "force": vec,
                 "mass": Field((), np.float64, 1.0), "inv_mass": Field((), np.float64, 1.0),
                 "radius": Field((), np.float64), "entity": Field((), np.int64, -1),
+                # material and filter against bodies and other particles (members use their body's)
+                "friction": Field((), np.float64, 0.5), "restitution": Field((), np.float64),
+                "category": Field((), np.int32, 1), "mask": Field((), np.int32, -1),
                 **{name: vec for name in scratch}}
 
     def __init__(self, ctx: Context) -> None:
@@ -206,17 +232,25 @@ class Particles(Feature):
     # -- public API -----------------------------------------------------------
 
     def add_particle(self, position: Sequence[float], velocity: Sequence[float] | None = None,
-                     mass: float = 1.0, radius: float = 0.0, pinned: bool = False) -> int:
-        """Add one particle; returns its entity. ``mass=inf`` or ``pinned=True``: immovable."""
+                     mass: float = 1.0, radius: float = 0.0, pinned: bool = False, *,
+                     category: int = 1, mask: int = 0xFFFFFFFF) -> int:
+        """Add one particle; returns its entity. ``mass=inf`` or ``pinned=True``: immovable.
+
+        A free particle with a radius collides with bodies and other particles when the
+        world's ``particle_collisions`` is on, filtered by ``category`` and ``mask`` bits.
+        """
         dim = self.ctx.dim
         pos = _validate.vector("position", position, dim)
         vel = np.zeros(dim) if velocity is None else _validate.vector("velocity", velocity, dim)
         return int(self.add(pos[None], vel[None], np.array([_validate.mass("mass", mass)]),
                             np.array([_validate.nonnegative("radius", radius)]),
-                            np.array([_validate.flag("pinned", pinned)]))[0])
+                            np.array([_validate.flag("pinned", pinned)]),
+                            _validate.bits_rows("category", category, 1),
+                            _validate.bits_rows("mask", mask, 1))[0])
 
     def add_particles(self, positions: Any, velocities: Any = None, masses: Any = 1.0,
-                      radii: Any = 0.0, pinned: Any = False) -> list[int]:
+                      radii: Any = 0.0, pinned: Any = False, *, category: Any = 1,
+                      mask: Any = 0xFFFFFFFF) -> list[int]:
         """Add particles in bulk; ``positions`` is (N, dim). Returns their entities."""
         dim = self.ctx.dim
         pos = _validate.array("positions", positions, (None, dim))
@@ -230,10 +264,11 @@ class Particles(Feature):
         pin = np.asarray(pinned)
         if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
             raise ValueError(f"pinned must be a bool or {n} bools")
-        return cast(list[int], self.add(pos, vel, m, r, np.broadcast_to(pin, (n,))).tolist())
+        cat, msk = _validate.bits_rows("category", category, n), _validate.bits_rows("mask", mask, n)
+        return cast(list[int], self.add(pos, vel, m, r, np.broadcast_to(pin, (n,)), cat, msk).tolist())
 
     def add(self, pos: np.ndarray, vel: np.ndarray, mass: np.ndarray, radius: np.ndarray,
-            pinned: np.ndarray) -> np.ndarray:
+            pinned: np.ndarray, category: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Particles from validated arrays; returns their entities."""
         P = self.table
         P.room(len(pos), "add_particles")
@@ -242,7 +277,7 @@ class Particles(Feature):
         entities = self.ctx.ecs.create(len(pos), lambda: Particle(P))
         # prev_pos = pos: a particle added inside a substep is not swept from elsewhere.
         P.add(len(pos), pos=pos, prev_pos=pos, vel=vel, mass=mass, inv_mass=inv, radius=radius,
-              entity=entities)
+              category=category, mask=mask, entity=entities)
         return entities
 
     def particle(self, entity: int) -> Particle:

@@ -185,7 +185,7 @@ def _surface_velocity(x: F64, j: np.ndarray, center: F64, velocity: F64, angular
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
 def collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
-    prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
+    support: F64, prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
     rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64, friction: F64,
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
     cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
@@ -197,6 +197,7 @@ def collide(
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
              cap_b, cap_radius, bound, grow, k, dim)
     contacts = 0
+    support[:n] = 0.0
     active = np.flatnonzero(inv_mass[:n] != 0.0)
     slipped = np.zeros(n, dtype=bool)
     for _ in range(iterations):
@@ -210,6 +211,7 @@ def collide(
         u = _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
         contact_collider[active] = j_
         contact_normal[active] = nrm
+        support[active] = nrm
         vr = vel[active] - u
         vn = dot(vr, nrm, dim)
         app = vn < 0.0

@@ -1,0 +1,579 @@
+/* contacts.c -- bodies against bodies, in the collide pass (2D).
+ *
+ * After particles meet colliders, each substep, particles meet the outlines of
+ * soft bodies (JellyCar's body collision, seed 004; Mueller et al. 2020,
+ * "Detailed rigid body simulation with extended position based dynamics",
+ * for the positional friction):
+ *
+ *   edge contacts   a particle i against a closed body B it does not belong
+ *                   to: if i is inside B's outline (crossing number: edges
+ *                   straddling its height with i on their left, counted from
+ *                   the last edge round, products instead of a division), it is
+ *                   pushed out through the edge it entered by during the
+ *                   substep (an edge whose side it crossed, from the substep's
+ *                   start positions prev_pos to now, within the edge; of
+ *                   several, the one it met most head-on), or else the
+ *                   nearest edge; if i
+ *                   is outside but nearer an edge than r_i + r_edge, it is
+ *                   pushed away from it. With self-collision, an outline
+ *                   particle that crossed one of its own body's edges (not
+ *                   its own two) is pushed back the same way.
+ *   particle pairs  particles with radii: free particles (when
+ *                   particle_collisions), members of open bodies (ropes), and
+ *                   members of a self-colliding body (pairs that overlap in
+ *                   the rest shape excepted).
+ *
+ * A contact of particle i with the point q = (1 - t) x_a + t x_b of an edge
+ * (a == b, t = 0 for a particle pair), normal n, separation s = r_i + r_q:
+ *   C = (x_i - q) . n - s;  if C < 0:  W = w_i + (1-t)^2 w_a + t^2 w_b,
+ *   x_i += w_i (-C/W) n,  x_a -= (1-t) w_a (-C/W) n,  x_b -= t w_b (-C/W) n
+ * (linear momentum is conserved: the masses times the moves sum to zero). A
+ * particle that met a collider in this substep is not moved into it: its
+ * inverse mass counts as 0 for a contact that would push it along -support
+ * (collide.c's `support`), so a stack resting on a floor is held by the floor
+ * at once rather than a particle a substep.
+ * Then, on the relative velocity v_r = v_i - ((1-t) v_a + t v_b), vn = v_r . n:
+ * the velocities follow the push (-C / h, at most the approach speed plus
+ * PS_MAX_PUSHOUT: an overlap met at rest comes apart at that speed, not in
+ * one substep), as in position-based dynamics, so that positions and
+ * velocities agree; and an approach ends at vn' = -e vn (0 below
+ * rest_speed). dvn, the relative normal velocity change of both, is the
+ * normal impulse P = dvn / W. Coulomb friction on the tangential part v_t
+ * is bounded by mu dvn: static (the substep's relative tangential
+ * displacement within mu dvn h) undoes that displacement (no creep) and
+ * removes v_t; kinetic shrinks |v_t| by mu dvn. Each impulse J goes
+ * +w_i J to i, -(1-t) w_a J to a and -t w_b J to b. Materials mix as in Box2D: mu = sqrt(mu_1 mu_2), e = max.
+ * A particle's material and filter are its body's (owner >= 0), or its own
+ * (a free particle, or one shared by several bodies: owner == -2). A pair
+ * collides only if each one's category meets the other's mask.
+ *
+ * Broad phase, linear in particles: each target body's outline bounding box
+ * (from the positions at the pass's start, grown by twice the largest
+ * radius; kept with its outline's largest radius, so a particle outside a
+ * body with no radius on either side is let go before the edge search) is entered in a spatial hash of square cells (side: half the boxes'
+ * mean extent, doubled until the entries fit `nentries`); each particle
+ * looks up its own cell. Particle pairs use a second hash of the particles
+ * (cells four times the largest radius) and each particle's 3 x 3 cells.
+ * The candidates are defined by the start positions alone -- (i, B) with i
+ * in B's box; (i, j) with |x_i - x_j| <= 2 (r_i + r_j) -- so the hashing
+ * changes nothing but speed.
+ *
+ * Order (the NumPy twin follows it, so results are bitwise equal):
+ * `iterations` times: every edge pair (i ascending, B ascending), then every
+ * particle pair (i ascending, j ascending), each resolved at once with the
+ * current positions (Gauss-Seidel). Sums run left to right.
+ * Contacts are reported per particle i: the last body hit (row; -2 for a
+ * free particle), the contact point and normal, and the accumulated normal
+ * impulse. Returns the number of contacts resolved.
+ */
+#include <math.h>
+#include "internal.h"
+
+#define PS_CLOSED 1
+#define PS_SELF 2
+#define PS_SHARED (-2)
+#define PS_CELL_LIMIT 1073741824.0 /* |cell coordinates| are clamped here */
+#define PS_MAX_PUSHOUT 1.0 /* m/s: the speed at which an overlap met at rest is undone */
+/* A crossing this far (a fraction of the edge) past an edge's end still counts: a corner
+ * that meets a corner enters through both edges, and the head-on rule picks one. */
+#define PS_ENTRY_SLACK 0.01
+
+static inline double cross2(double ax, double ay, double bx, double by)
+{
+    return ax * by - ay * bx;
+}
+
+/* floor(x / cell), clamped; `inv` is 1 / cell (no libm floor: it is a call on baseline x86-64) */
+static inline long cell_of(double x, double inv)
+{
+    double v = x * inv;
+    if (!(v > -PS_CELL_LIMIT)) return (long)-PS_CELL_LIMIT;
+    if (!(v < PS_CELL_LIMIT)) return (long)PS_CELL_LIMIT;
+    long c = (long)v;
+    return v < (double)c ? c - 1 : c;
+}
+
+static inline int bucket_of(long cx, long cy, int nbuckets)
+{
+    uint64_t hx = (uint64_t)cx * 73856093u, hy = (uint64_t)cy * 19349663u;
+    return (int)((hx ^ hy) & (uint64_t)(nbuckets - 1));
+}
+
+/* The smallest power of two >= 2 want, at most cap (a power of two itself or not). */
+static int buckets_for(int want, int cap)
+{
+    int h = 1;
+    while (h < 2 * want && 2 * h <= cap) h *= 2;
+    return h;
+}
+
+typedef struct {
+    double *pos, *vel, *contact_point, *contact_normal, *contact_impulse;
+    int32_t *contact_body;
+    const double *prev_pos, *support, *radius, *inv_mass, *friction, *restitution, *rest_pos;
+    const int32_t *owner, *category, *mask;
+    const int32_t *outline, *outline_start, *outline_count;
+    const int32_t *member, *member_start, *member_count;
+    const int32_t *flags, *body_category, *body_mask;
+    const double *body_friction, *body_restitution;
+    double h, rest_speed;
+} Scene;
+
+static inline uint32_t cat_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return (uint32_t)(o >= 0 ? s->body_category[o] : s->category[i]);
+}
+
+static inline uint32_t mask_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return (uint32_t)(o >= 0 ? s->body_mask[o] : s->mask[i]);
+}
+
+static inline double mu_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return o >= 0 ? s->body_friction[o] : s->friction[i];
+}
+
+static inline double e_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return o >= 0 ? s->body_restitution[o] : s->restitution[i];
+}
+
+/* Resolve the contact of particle i with q = (1 - t) x_a + t x_b along unit n at
+ * separation sep (see the essay). Returns 1 if they were closer than sep. */
+static int resolve(const Scene *s, int i, int a, int b, double t, double nx, double ny,
+                   double sep, double mu, double e, int report, double qx, double qy)
+{
+    double *x = s->pos + 2L * i, *xa = s->pos + 2L * a, *xb = s->pos + 2L * b;
+    double ta = 1.0 - t;
+    double C = ((x[0] - (ta * xa[0] + t * xb[0])) * nx + (x[1] - (ta * xa[1] + t * xb[1])) * ny) - sep;
+    if (!(C < 0.0)) return 0;
+    double wi = s->inv_mass[i], wa = s->inv_mass[a], wb = s->inv_mass[b];
+    /* a particle resting on a collider is not pushed into it (i moves along +n, a, b along -n) */
+    const double *si = s->support + 2L * i, *sa = s->support + 2L * a, *sb = s->support + 2L * b;
+    if (si[0] * nx + si[1] * ny < 0.0) wi = 0.0;
+    if (sa[0] * nx + sa[1] * ny > 0.0) wa = 0.0;
+    if (sb[0] * nx + sb[1] * ny > 0.0) wb = 0.0;
+    double W = (wi + ta * ta * wa) + t * t * wb;
+    if (!(W > 0.0)) return 0;
+    double lam = -C / W;
+    x[0] = x[0] + wi * lam * nx;
+    x[1] = x[1] + wi * lam * ny;
+    xa[0] = xa[0] - ta * wa * lam * nx;
+    xa[1] = xa[1] - ta * wa * lam * ny;
+    xb[0] = xb[0] - t * wb * lam * nx;
+    xb[1] = xb[1] - t * wb * lam * ny;
+    double *v = s->vel + 2L * i, *va = s->vel + 2L * a, *vb = s->vel + 2L * b;
+    double vrx = v[0] - (ta * va[0] + t * vb[0]), vry = v[1] - (ta * va[1] + t * vb[1]);
+    double vn = vrx * nx + vry * ny;
+    /* Velocities follow the push (positions and velocities must agree: a push alone would
+     * leave particles stacked on each other moving into each other for ever), up to the
+     * approach speed plus PS_MAX_PUSHOUT, so an overlap met at rest comes apart gently.
+     * Then the approach: vn' = -e vn for a fast one, else 0. dvn is the relative normal
+     * velocity change of both, P its impulse per unit inverse mass, and Coulomb's bound on
+     * friction mu dvn. */
+    double follow = -C / s->h, cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
+    if (follow > cap) follow = cap;
+    double target = vn < 0.0 ? ((-vn > s->rest_speed) ? -e * vn : 0.0) : vn;
+    double dvn = (target > vn + follow ? target : vn + follow) - vn;
+    double P = dvn / W, limit = mu * dvn;
+    double vtx = vrx - vn * nx, vty = vry - vn * ny;
+    double vt_len = sqrt(vtx * vtx + vty * vty), ptx, pty;
+    /* the substep's relative tangential displacement */
+    const double *p = s->prev_pos + 2L * i, *pa = s->prev_pos + 2L * a, *pb = s->prev_pos + 2L * b;
+    double sx = (x[0] - p[0]) - (ta * (xa[0] - pa[0]) + t * (xb[0] - pb[0]));
+    double sy = (x[1] - p[1]) - (ta * (xa[1] - pa[1]) + t * (xb[1] - pb[1]));
+    double sn = sx * nx + sy * ny, stx = sx - sn * nx, sty = sy - sn * ny;
+    if (sqrt(stx * stx + sty * sty) <= limit * s->h) {
+        /* static: undo it, and stop the relative tangential motion */
+        stx = stx / W;
+        sty = sty / W;
+        x[0] = x[0] - wi * stx;
+        x[1] = x[1] - wi * sty;
+        xa[0] = xa[0] + ta * wa * stx;
+        xa[1] = xa[1] + ta * wa * sty;
+        xb[0] = xb[0] + t * wb * stx;
+        xb[1] = xb[1] + t * wb * sty;
+        ptx = -vtx / W;
+        pty = -vty / W;
+    } else if (vt_len > limit) {
+        double k = limit / (vt_len * W);
+        ptx = -vtx * k;
+        pty = -vty * k;
+    } else {
+        ptx = -vtx / W;
+        pty = -vty / W;
+    }
+    double jx = P * nx + ptx, jy = P * ny + pty;
+    v[0] = v[0] + wi * jx;
+    v[1] = v[1] + wi * jy;
+    va[0] = va[0] - ta * wa * jx;
+    va[1] = va[1] - ta * wa * jy;
+    vb[0] = vb[0] - t * wb * jx;
+    vb[1] = vb[1] - t * wb * jy;
+    s->contact_body[i] = report;
+    s->contact_point[2L * i] = qx;
+    s->contact_point[2L * i + 1] = qy;
+    s->contact_normal[2L * i] = nx;
+    s->contact_normal[2L * i + 1] = ny;
+    s->contact_impulse[i] = s->contact_impulse[i] + P;
+    return 1;
+}
+
+static int in_range(const int32_t *rows, int count, int i)
+{
+    for (int k = 0; k < count; k++)
+        if (rows[k] == i) return 1;
+    return 0;
+}
+
+/* Is edge (a, b) of particle i's own body near i in the rest shape (i one of its ends, or
+ * nearer the edge than its length)? Self-collision leaves such edges alone: a tight bend
+ * brings them close without anything crossing. */
+static int near_at_rest(const Scene *s, int i, int a, int b)
+{
+    if (a == i || b == i) return 1;
+    const double *q = s->rest_pos + 2L * i, *ra = s->rest_pos + 2L * a, *rb = s->rest_pos + 2L * b;
+    double ex = rb[0] - ra[0], ey = rb[1] - ra[1], l2 = ex * ex + ey * ey, t = 0.0;
+    if (l2 > 0.0) {
+        t = ((q[0] - ra[0]) * ex + (q[1] - ra[1]) * ey) / l2;
+        t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+    }
+    double dx = q[0] - (ra[0] + t * ex), dy = q[1] - (ra[1] + t * ey);
+    return dx * dx + dy * dy < l2;
+}
+
+/* Particle i against body B's outline (see the essay). Returns 1 on contact. */
+static int edge_contact(const Scene *s, int i, int B, double rB)
+{
+    int o_i = s->owner[i];
+    int own = o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B],
+                                                        s->member_count[B], i));
+    int flags = s->flags[B];
+    const int32_t *o = s->outline + s->outline_start[B];
+    int m = s->outline_count[B];
+    if (own) {
+        /* an open body (a rope) self-collides by its particles alone */
+        if ((flags & (PS_SELF | PS_CLOSED)) != (PS_SELF | PS_CLOSED) || o_i != B || !in_range(o, m, i))
+            return 0;
+    } else {
+        if (!(flags & PS_CLOSED)) return 0;
+        if (!(cat_of(s, i) & (uint32_t)s->body_mask[B]) || !((uint32_t)s->body_category[B] & mask_of(s, i)))
+            return 0;
+    }
+    const double *pos = s->pos, *prev = s->prev_pos;
+    double x = pos[2L * i], y = pos[2L * i + 1], px = prev[2L * i], py = prev[2L * i + 1];
+    int inside = 0;
+    if (!own) { /* crossing number of the current outline (a ray toward -x), no division */
+        const double *a = pos + 2L * o[m - 1];
+        for (int j = 0; j < m; j++) {
+            const double *b = pos + 2L * o[j];
+            double dy = b[1] - a[1];
+            double c = (x - a[0]) * dy - (y - a[1]) * (b[0] - a[0]);
+            inside ^= ((a[1] > y) != (b[1] > y)) & (((c < 0.0) & (dy > 0.0)) | ((c > 0.0) & (dy < 0.0)));
+            a = b;
+        }
+    }
+    if (!inside && !own && !(s->radius[i] + rB > 0.0))
+        return 0; /* outside, and no radius to keep a distance with */
+    /* the edge entered by during the substep: outside its line at the start, inside now,
+     * crossed within the edge; of several, the one met most head-on (the motion relative
+     * to the edge most against its outward normal: a corner sliding down along a side it
+     * is flush with enters through the top, not the side) */
+    int entry = -1;
+    double head_on = 0.0;
+    if (inside || own) {
+        for (int j = 0; j < m; j++) {
+            int ia = o[j], ib = o[j + 1 < m ? j + 1 : 0];
+            if (own && near_at_rest(s, i, ia, ib)) continue;
+            const double *a0 = prev + 2L * ia, *b0 = prev + 2L * ib;
+            const double *a1 = pos + 2L * ia, *b1 = pos + 2L * ib;
+            double s0 = cross2(b0[0] - a0[0], b0[1] - a0[1], px - a0[0], py - a0[1]);
+            double s1 = cross2(b1[0] - a1[0], b1[1] - a1[1], x - a1[0], y - a1[1]);
+            if (!(s0 <= 0.0 && s1 > 0.0)) continue;
+            double tc = s0 / (s0 - s1);
+            double cx = px + tc * (x - px), cy = py + tc * (y - py);
+            double ax = a0[0] + tc * (a1[0] - a0[0]), ay = a0[1] + tc * (a1[1] - a0[1]);
+            double ex = (b0[0] + tc * (b1[0] - b0[0])) - ax, ey = (b0[1] + tc * (b1[1] - b0[1])) - ay;
+            double l2 = ex * ex + ey * ey;
+            if (!(l2 > 0.0)) continue;
+            double u = ((cx - ax) * ex + (cy - ay) * ey) / l2;
+            if (!(u >= -PS_ENTRY_SLACK && u <= 1.0 + PS_ENTRY_SLACK)) continue;
+            double fx = b1[0] - a1[0], fy = b1[1] - a1[1], len = sqrt(fx * fx + fy * fy);
+            if (!(len > PS_MIN_LENGTH)) continue;
+            double rx = (x - px) - 0.5 * ((a1[0] - a0[0]) + (b1[0] - b0[0]));
+            double ry = (y - py) - 0.5 * ((a1[1] - a0[1]) + (b1[1] - b0[1]));
+            double score = (rx * fy + ry * -fx) / len;
+            if (entry < 0 || score < head_on) {
+                head_on = score;
+                entry = j;
+            }
+        }
+    }
+    /* the nearest edge (not the particle's own two) */
+    int near = -1;
+    double best = 0.0, t_near = 0.0;
+    if (entry < 0) {
+        for (int j = 0; j < m; j++) {
+            int ia = o[j], ib = o[j + 1 < m ? j + 1 : 0];
+            if (own && near_at_rest(s, i, ia, ib)) continue;
+            const double *a = pos + 2L * ia, *b = pos + 2L * ib;
+            double ex = b[0] - a[0], ey = b[1] - a[1], l2 = ex * ex + ey * ey, t = 0.0;
+            if (l2 > 0.0) {
+                t = ((x - a[0]) * ex + (y - a[1]) * ey) / l2;
+                t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+            }
+            double dx = x - (a[0] + t * ex), dy = y - (a[1] + t * ey), d2 = dx * dx + dy * dy;
+            if (near < 0 || d2 < best) {
+                best = d2;
+                near = j;
+                t_near = t;
+            }
+        }
+        if (near < 0) return 0;
+    }
+    int j = entry >= 0 ? entry : near;
+    int ia = o[j], ib = o[j + 1 < m ? j + 1 : 0];
+    const double *a = pos + 2L * ia, *b = pos + 2L * ib;
+    double ex = b[0] - a[0], ey = b[1] - a[1], l2 = ex * ex + ey * ey, t = t_near;
+    if (entry >= 0 && l2 > 0.0) {
+        t = ((x - a[0]) * ex + (y - a[1]) * ey) / l2;
+        t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+    }
+    double qx = a[0] + t * ex, qy = a[1] + t * ey, nx, ny;
+    double len = sqrt(l2), dx = x - qx, dy = y - qy, dist = sqrt(dx * dx + dy * dy);
+    if (inside || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
+        if (!(len > PS_MIN_LENGTH)) return 0;
+        nx = ey / len; /* the outward normal of a counter-clockwise outline's edge */
+        ny = -ex / len;
+    } else {
+        nx = dx / dist;
+        ny = dy / dist;
+    }
+    double sep = s->radius[i] + ((1.0 - t) * s->radius[ia] + t * s->radius[ib]);
+    double mu = own ? mu_of(s, i) : sqrt(mu_of(s, i) * s->body_friction[B]);
+    double e_i = e_of(s, i), e_b = s->body_restitution[B];
+    double e = own ? e_i : (e_i > e_b ? e_i : e_b);
+    return resolve(s, i, ia, ib, t, nx, ny, sep, mu, e, B, qx, qy);
+}
+
+/* May particles i and j (j > i, both in the particle grid) touch? */
+static int pair_allowed(const Scene *s, int i, int j)
+{
+    int oi = s->owner[i], oj = s->owner[j];
+    if (oi == oj && oi >= 0) {
+        if (!(s->flags[oi] & PS_SELF)) return 0;
+        const double *ri = s->rest_pos + 2L * i, *rj = s->rest_pos + 2L * j;
+        double dx = rj[0] - ri[0], dy = rj[1] - ri[1], r = s->radius[i] + s->radius[j];
+        return dx * dx + dy * dy >= r * r; /* neighbours at rest never collide */
+    }
+    if ((oi >= 0 && (s->flags[oi] & PS_CLOSED)) || (oj >= 0 && (s->flags[oj] & PS_CLOSED))) return 0;
+    return (cat_of(s, i) & mask_of(s, j)) && (cat_of(s, j) & mask_of(s, i));
+}
+
+/* Is particle i in the particle grid? */
+static inline int grid_particle(const Scene *s, int i, int particle_collisions)
+{
+    if (!(s->radius[i] > 0.0)) return 0;
+    int o = s->owner[i];
+    if (o == -1) return particle_collisions;
+    if (o < 0) return 0;
+    return !(s->flags[o] & PS_CLOSED) || (s->flags[o] & PS_SELF);
+}
+
+/* Counting sort into buckets: start[k] (counts in start[k + 1] on entry, nbuckets + 1
+ * entries) become prefix sums; entries are then placed with start[k]++ by the caller
+ * and shift_back() restores the starts. */
+static void prefix(int32_t *start, int nbuckets)
+{
+    for (int k = 0; k < nbuckets; k++) start[k + 1] += start[k];
+}
+
+static void shift_back(int32_t *start, int nbuckets)
+{
+    for (int k = nbuckets; k > 0; k--) start[k] = start[k - 1];
+    start[0] = 0;
+}
+
+/* Particle pair (i, j): push apart to r_i + r_j (see the essay). */
+static int pair_contact(const Scene *s, int i, int j)
+{
+    const double *xi = s->pos + 2L * i, *xj = s->pos + 2L * j;
+    double dx = xi[0] - xj[0], dy = xi[1] - xj[1], d = sqrt(dx * dx + dy * dy), nx = 0.0, ny = 1.0;
+    if (d > PS_MIN_LENGTH) {
+        nx = dx / d;
+        ny = dy / d;
+    }
+    double rj = s->radius[j], ei = e_of(s, i), ej = e_of(s, j);
+    int oj = s->owner[j];
+    return resolve(s, i, j, j, 0.0, nx, ny, s->radius[i] + rj, sqrt(mu_of(s, i) * mu_of(s, j)),
+                   ei > ej ? ei : ej, oj >= 0 ? oj : PS_SHARED, xj[0] + rj * nx, xj[1] + rj * ny);
+}
+
+int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *contact_point,
+                     double *contact_normal, double *contact_impulse, double *snap,
+                     double *aabb, int32_t *bucket_start, int32_t *bucket_body,
+                     int32_t *cell_start, int32_t *cell_particle, int32_t *near,
+                     int32_t *home, const double *prev_pos, const double *support,
+                     const double *radius, const double *inv_mass,
+                     const int32_t *owner, const int32_t *category, const int32_t *mask,
+                     const double *friction, const double *restitution, const double *rest_pos,
+                     const int32_t *outline, const int32_t *outline_start,
+                     const int32_t *outline_count, const int32_t *member,
+                     const int32_t *member_start, const int32_t *member_count,
+                     const int32_t *body_flags, const int32_t *body_category,
+                     const int32_t *body_mask, const double *body_friction,
+                     const double *body_restitution, int n, int nb, int nbuckets,
+                     int nentries, int dim, int iterations, int particle_collisions,
+                     double h, double rest_speed)
+{
+    (void)dim;
+    Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
+               support, radius, inv_mass, friction, restitution, rest_pos, owner, category, mask, outline,
+               outline_start, outline_count, member, member_start, member_count, body_flags,
+               body_category, body_mask, body_friction, body_restitution, h, rest_speed};
+    /* the positions the candidates come from; the largest radii */
+    double rmax = 0.0, rgrid = 0.0;
+    int ngrid = 0;
+    for (int i = 0; i < n; i++) {
+        snap[2L * i] = pos[2L * i];
+        snap[2L * i + 1] = pos[2L * i + 1];
+        if (radius[i] > rmax) rmax = radius[i];
+        if (grid_particle(&s, i, particle_collisions)) {
+            ngrid++;
+            if (radius[i] > rgrid) rgrid = radius[i];
+        }
+    }
+    /* target bodies' boxes: lo x, lo y, hi x, hi y (empty: lo > hi) */
+    double margin = 2.0 * rmax, extent = 0.0;
+    int targets = 0;
+    for (int b = 0; b < nb; b++) {
+        double *box = aabb + 5L * b;
+        box[0] = box[1] = 1.0;
+        box[2] = box[3] = -1.0;
+        box[4] = 0.0;
+        int m = outline_count[b];
+        if (!(body_flags[b] & (PS_CLOSED | PS_SELF)) || m < 2) continue;
+        const int32_t *o = outline + outline_start[b];
+        double lx = snap[2L * o[0]], ly = snap[2L * o[0] + 1], hx = lx, hy = ly, rb = radius[o[0]];
+        for (int k = 1; k < m; k++) {
+            double x = snap[2L * o[k]], y = snap[2L * o[k] + 1];
+            if (radius[o[k]] > rb) rb = radius[o[k]];
+            if (x < lx) lx = x;
+            if (x > hx) hx = x;
+            if (y < ly) ly = y;
+            if (y > hy) hy = y;
+        }
+        if (!(isfinite(lx - margin) && isfinite(ly - margin) && isfinite(hx + margin)
+              && isfinite(hy + margin)))
+            continue; /* a body that blew up (the finish pass reports it) */
+        box[0] = lx - margin;
+        box[1] = ly - margin;
+        box[2] = hx + margin;
+        box[3] = hy + margin;
+        box[4] = rb;
+        extent += (box[2] - box[0]) > (box[3] - box[1]) ? (box[2] - box[0]) : (box[3] - box[1]);
+        targets++;
+    }
+    int hb = 1;
+    double cs = 1.0, ib = 1.0;
+    if (targets) { /* the bodies' hash: each box in every cell it covers, bodies ascending */
+        cs = 0.5 * extent / targets; /* half the mean box: a box covers a few cells */
+        if (!(cs > 0.0) || !(cs < 1e300)) cs = 1.0;
+        ib = 1.0 / cs;
+        hb = buckets_for(targets, nbuckets);
+        for (;;) {
+            double total = 0.0;
+            for (int b = 0; b < nb; b++) {
+                const double *box = aabb + 5L * b;
+                if (box[0] > box[2]) continue;
+                total += (double)(cell_of(box[2], ib) - cell_of(box[0], ib) + 1)
+                         * (double)(cell_of(box[3], ib) - cell_of(box[1], ib) + 1);
+            }
+            if (total <= (double)nentries) break;
+            cs = 2.0 * cs;
+            ib = 1.0 / cs;
+        }
+        for (int k = 0; k <= hb; k++) bucket_start[k] = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int b = 0; b < nb; b++) {
+                const double *box = aabb + 5L * b;
+                if (box[0] > box[2]) continue;
+                for (long cx = cell_of(box[0], ib); cx <= cell_of(box[2], ib); cx++)
+                    for (long cy = cell_of(box[1], ib); cy <= cell_of(box[3], ib); cy++) {
+                        int k = bucket_of(cx, cy, hb);
+                        if (pass == 0) bucket_start[k + 1]++;
+                        else bucket_body[bucket_start[k]++] = b;
+                    }
+            }
+            if (pass == 0) prefix(bucket_start, hb);
+        }
+        shift_back(bucket_start, hb);
+    }
+    /* the particles' hash (cells of four times the largest radius), particles ascending */
+    double pc = 4.0 * rgrid, ip = pc > 0.0 ? 1.0 / pc : 1.0;
+    int hp = 1;
+    if (ngrid >= 2) {
+        hp = buckets_for(ngrid, nbuckets);
+        for (int k = 0; k <= hp; k++) cell_start[k] = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < n; i++) {
+                if (!grid_particle(&s, i, particle_collisions)) continue;
+                int k = bucket_of(cell_of(snap[2L * i], ip), cell_of(snap[2L * i + 1], ip), hp);
+                if (pass == 0) cell_start[k + 1]++;
+                else cell_particle[cell_start[k]++] = i;
+            }
+            if (pass == 0) prefix(cell_start, hp);
+        }
+        shift_back(cell_start, hp);
+    }
+    for (int i = 0; i < n && targets; i++) /* each particle's bucket in the bodies' hash */
+        home[i] = (owner[i] == -1 && !particle_collisions)
+                      ? -1 : bucket_of(cell_of(snap[2L * i], ib), cell_of(snap[2L * i + 1], ib), hb);
+    int contacts = 0;
+    for (int it = 0; it < iterations; it++) {
+        for (int i = 0; i < n && targets; i++) {
+            int k = home[i], last = -1, own = owner[i];
+            if (k < 0) continue;
+            double x = snap[2L * i], y = snap[2L * i + 1];
+            for (int e = bucket_start[k]; e < bucket_start[k + 1]; e++) {
+                int b = bucket_body[e];
+                if (b == last) continue; /* a body's cells may share a bucket */
+                last = b;
+                if (b == own && !(body_flags[b] & PS_SELF)) continue;
+                const double *box = aabb + 5L * b;
+                if (x < box[0] || x > box[2] || y < box[1] || y > box[3]) continue;
+                contacts += edge_contact(&s, i, b, box[4]);
+            }
+        }
+        for (int i = 0; i < n && ngrid >= 2; i++) {
+            if (!grid_particle(&s, i, particle_collisions)) continue;
+            double x = snap[2L * i], y = snap[2L * i + 1];
+            long cx = cell_of(x, ip), cy = cell_of(y, ip);
+            int count = 0; /* candidates j > i, kept sorted and distinct in near[] */
+            for (long gx = cx - 1; gx <= cx + 1; gx++)
+                for (long gy = cy - 1; gy <= cy + 1; gy++) {
+                    int k = bucket_of(gx, gy, hp);
+                    for (int e = cell_start[k]; e < cell_start[k + 1]; e++) {
+                        int j = cell_particle[e];
+                        if (j <= i) continue;
+                        double dx = snap[2L * j] - x, dy = snap[2L * j + 1] - y;
+                        double r = 2.0 * (radius[i] + radius[j]);
+                        if (dx * dx + dy * dy > r * r || !pair_allowed(&s, i, j)) continue;
+                        int at = count;
+                        while (at > 0 && near[at - 1] > j) at--;
+                        if (at > 0 && near[at - 1] == j) continue;
+                        for (int q = count; q > at; q--) near[q] = near[q - 1];
+                        near[at] = j;
+                        count++;
+                    }
+                }
+            for (int q = 0; q < count; q++) contacts += pair_contact(&s, i, near[q]);
+        }
+    }
+    return contacts;
+}

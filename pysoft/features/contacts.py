@@ -1,0 +1,165 @@
+"""Body contacts: bodies against bodies, a body against itself, particles against
+particles, and the body-contact report (``csrc/src/contacts.c``).
+
+Runs in the collide stage, after the colliders. It reads the bodies'
+outlines, members and materials (``pysoft.features.bodies``) and each
+particle's owner, material and filter; it owns the report columns and the
+broad phase's workspace (both sized once, like every Store table).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from pysoft._kernels import Arg, Kernel, register
+from pysoft._store import Field, Table
+from pysoft.features._feature import PROBE_H, Context, Feature
+from pysoft.features.bodies import MAX_BODIES
+
+MAX_BUCKETS = 1 << 22  # spatial hash buckets (the kernel uses what the scene needs)
+MAX_ENTRIES = 1 << 24  # body boxes entered in the hash, summed over their cells
+
+
+def _check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    nb, n = sizes["b"], sizes["n"]
+    for index, start, count in (("outline", "outline_start", "outline_count"),
+                                ("member", "member_start", "member_count")):
+        s, c, idx = arrays[start][:nb], arrays[count][:nb], arrays[index]
+        if (c < 0).any() or (s < 0).any() or (s.astype(np.int64) + c > len(idx)).any():
+            raise ValueError(f"body_contacts: {start}/{count} reach outside {index}")
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise ValueError(f"body_contacts: {index} holds rows outside [0, {n})")
+    owner = arrays["owner"][:n]
+    if ((owner < -2) | (owner >= nb)).any():
+        raise ValueError("body_contacts: owner must be a body row, -1 (none) or -2 (several)")
+    if sizes["dim"] != 2 or sizes["nbuckets"] < 1 or sizes["nentries"] < 4 * nb:
+        raise ValueError("body_contacts: 2D only, with a hash of >= 1 bucket and >= 4 entries a body")
+
+
+_P, _S, _B = ("n", "dim"), ("n",), ("b",)
+_I = np.int32
+register(Kernel(
+    "body_contacts", "contacts",
+    (Arg("pos", _P), Arg("vel", _P), Arg("contact_body", _S, _I), Arg("contact_point", _P),
+     Arg("contact_normal", _P), Arg("contact_impulse", _S),
+     Arg("snap", _P), Arg("aabb", ("b", 5)), Arg("bucket_start", ("nbuckets+1",), _I),
+     Arg("bucket_body", ("nentries",), _I), Arg("cell_start", ("nbuckets+1",), _I),
+     Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("home", _S, _I),
+     Arg("prev_pos", _P), Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
+     Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
+     Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
+     Arg("outline_count", _B, _I), Arg("member", ("f",), _I), Arg("member_start", _B, _I),
+     Arg("member_count", _B, _I), Arg("body_flags", _B, _I), Arg("body_category", _B, _I),
+     Arg("body_mask", _B, _I), Arg("body_friction", _B), Arg("body_restitution", _B)),
+    ("n", "b", "nbuckets", "nentries", "dim"),
+    ("iterations", "particle_collisions", "h", "rest_speed"),
+    ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse"),
+    scratch=("snap", "aabb", "bucket_start", "bucket_body", "cell_start", "cell_particle", "near",
+             "home"),
+    check=_check))
+
+
+class BodyContacts(NamedTuple):
+    """Contacts between bodies (and particles) in the last step, one row per particle that
+    touched: the body whose outline (or whose particle) it met -- -1 for a free particle --
+    the last contact's point and normal (pointing toward the particle), and the normal
+    impulse (N s) summed over the step's substeps."""
+
+    particles: np.ndarray
+    bodies: np.ndarray
+    points: np.ndarray
+    normals: np.ndarray
+    impulses: np.ndarray
+
+
+class _ContactTerm:
+    def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table) -> None:
+        self.ctx = ctx
+        self.P, self.B = ctx.store.particles, ctx.store.bodies
+        a, b = self.P.arrays, self.B.arrays
+        members, outlines = ctx.store.body_members, ctx.store.body_outlines
+        self.call = ctx.bind(
+            "body_contacts", pos=a["pos"], vel=a["vel"], contact_body=a["touch_body"],
+            contact_point=a["touch_point"], contact_normal=a["touch_normal"],
+            contact_impulse=a["touch_impulse"], snap=a["snap"], aabb=work.arrays["aabb"],
+            bucket_start=buckets.arrays["bucket_start"], bucket_body=entries.arrays["body"],
+            cell_start=buckets.arrays["cell_start"], cell_particle=a["cell_particle"],
+            near=a["near"], home=a["home"], prev_pos=a["prev_pos"], support=a["support"],
+            radius=a["radius"], inv_mass=a["inv_mass"],
+            owner=a["owner"], category=a["category"], mask=a["mask"], friction=a["friction"],
+            restitution=a["restitution"], rest_pos=a["rest_pos"], outline=outlines.arrays["rows"],
+            outline_start=b["outline_start"], outline_count=b["outline_count"],
+            member=members.arrays["rows"], member_start=b["member_start"],
+            member_count=b["member_count"], body_flags=b["flags"], body_category=b["category"],
+            body_mask=b["mask"], body_friction=b["friction"], body_restitution=b["restitution"])
+        self.buckets, self.entries = buckets.capacity - 1, entries.capacity
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return self.P.n, self.B.n, self.buckets, self.entries, self.ctx.dim
+
+    def run(self, h: float) -> None:
+        P, s = self.P, self.ctx.settings
+        if self.ctx.pipeline.substep == 0:
+            P.view("touch_body")[:] = -1
+            P.view("touch_impulse")[:] = 0.0
+        if P.n and s._body_collisions and (self.B.n or s._particle_collisions):
+            self.call(*self.counts(), s._body_contact_iterations, int(s._particle_collisions), h,
+                      s._restitution_threshold)
+
+
+class BodyCollisions(Feature):
+    """Bodies against bodies and particles against particles; ``World.body_contacts``."""
+
+    @staticmethod
+    def particle_fields(dim: int) -> dict[str, Field]:
+        vec = Field((dim,), np.float64)
+        return {"touch_body": Field((), np.int32, -1), "touch_point": vec, "touch_normal": vec,
+                "touch_impulse": Field((), np.float64),
+                # the body-contact report (touch_*) and the kernel's workspace, one row per particle
+                "snap": vec, "cell_particle": Field((), np.int32), "near": Field((), np.int32),
+                "home": Field((), np.int32)}
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.reported = np.zeros(0, dtype=np.int64)  # body entities by row, as of the last step
+        self._reported_version = -1
+        self.term: _ContactTerm | None = None
+        if ctx.dim != 2:  # bodies are 2D for now
+            return
+        work = Table("body_contact_boxes", {"aabb": Field((5,), np.float64)}, MAX_BODIES)
+        buckets = Table("body_contact_buckets", {"bucket_start": Field((), np.int32),
+                                                 "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
+        entries = Table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
+        self.term = _ContactTerm(ctx, work, buckets, entries)
+        ctx.pipeline.collide.append(self.term)
+
+    def after_frame(self) -> None:
+        B = self.ctx.store.bodies
+        if self._reported_version != B.version:
+            self.reported = B.view("entity").copy()
+            self._reported_version = B.version
+
+    @property
+    def body_contacts(self) -> BodyContacts:
+        """Body contacts of the last step as arrays (see ``BodyContacts``)."""
+        P = self.ctx.store.particles
+        which = P.view("touch_body")
+        rows = np.flatnonzero(which != -1)
+        body = which[rows]
+        bodies = np.where(body >= 0, self.reported[np.maximum(body, 0)] if len(self.reported)
+                          else -1, -1) if len(rows) else np.zeros(0, dtype=np.int64)
+        return BodyContacts(P.view("entity")[rows].copy(), bodies.astype(np.int64),
+                            P.view("touch_point")[rows].copy(), P.view("touch_normal")[rows].copy(),
+                            P.view("touch_impulse")[rows].copy())
+
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        if self.term is None:
+            return {}
+        s = self.ctx.settings
+        return {"body_contacts": (self.ctx.store.particles.n, functools.partial(
+            self.term.call, *self.term.counts(), s._body_contact_iterations, int(s._particle_collisions),
+            PROBE_H, s._restitution_threshold))}
