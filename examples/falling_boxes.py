@@ -1,4 +1,4 @@
-"""Soft boxes falling onto a floor, drawn in the terminal (the demo scene).
+"""Soft bodies falling onto a floor and onto each other, drawn in the terminal (the demo scene).
 
     python examples/falling_boxes.py [seconds]
 """

@@ -35,7 +35,7 @@ def info() -> int:
 
 
 def demo(seconds: float, backend: str, frames_shown: int | None) -> int:
-    """Soft boxes falling onto a floor, drawn in the terminal."""
+    """Soft bodies landing on each other and piling up, drawn in the terminal."""
     from pysoft import scenes
     from pysoft.draw import render
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pysoft", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and compile flags")
-    p_demo = sub.add_parser("demo", help="soft boxes falling onto a floor, in the terminal")
+    p_demo = sub.add_parser("demo", help="soft bodies landing on each other, in the terminal")
     p_demo.add_argument("--seconds", type=float, default=4.0, help="simulated time (s)")
     p_demo.add_argument("--backend", choices=("c", "python"), default="c")
     p_demo.add_argument("--frames", type=int, default=None,

@@ -231,6 +231,34 @@ def bench_changes(rounds: int = 7, cells: int = 100) -> dict[str, Any]:
             "canonical_calls_per_frame": calls}
 
 
+def bench_pile(bodies: int = 400, rounds: int = 7, frames: int = 10, settle: int = 300) -> dict[str, Any]:
+    """The pile: ``bodies`` 5 x 5 spring boxes (10,000 particles for 400) settled in a walled
+    bin; from the same settled state (snapshot and restore), frames with body contacts and
+    frames without them, interleaved: frames/s, the frame-time ratio, and ns per particle
+    per substep for the body-contact pass (the difference of the two)."""
+    world = scenes.pile(bodies)
+    for _ in range(settle):
+        world.step()
+    settled = world.snapshot()
+    t: dict[bool, list[float]] = {True: [], False: []}
+
+    def run() -> None:
+        for _ in range(frames):
+            world.step()
+
+    for _ in range(rounds):
+        for contacts in (True, False):
+            world.restore(settled)
+            world.body_collisions = contacts
+            t[contacts].append(_timed(run) / frames)
+    world.body_collisions = True
+    on, off = statistics.median(t[True]), statistics.median(t[False])
+    n = world.store.particles.n
+    return {"bodies": bodies, "particles": n, "frame_ms": 1e3 * on, "frames_per_s": 1.0 / on,
+            "off_ms": 1e3 * off, "ratio": on / off,
+            "ns_per_particle_substep": 1e9 * (on - off) / (n * world.substeps)}
+
+
 def bench_kernels(n: int = 10_000, rounds: int = 3) -> list[dict[str, Any]]:
     """Every registered kernel in the kernel zoo scene (2D): ns per row, C and NumPy."""
     probes = {}
@@ -269,6 +297,14 @@ def markdown(r: dict[str, Any]) -> str:
                      + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + " |"
                      for m in r["models"])
         lines.append("")
+    if "pile" in r:
+        pl = r["pile"]
+        lines += [f"The pile ({pl['bodies']} spring boxes of 5 x 5, {pl['particles']:,} particles, in a "
+                  f"walled bin, 60 Hz, 8 substeps): **{pl['frames_per_s']:.0f} frames/s** "
+                  f"({pl['frame_ms']:.2f} ms per frame); the same frames without body contacts "
+                  f"{pl['off_ms']:.2f} ms, ratio **{pl['ratio']:.2f}** (target ≤ 2.0: "
+                  f"{'met' if pl['ratio'] <= 2.0 else 'NOT met'}); body contacts "
+                  f"{pl['ns_per_particle_substep']:.0f} ns per particle per substep.", ""]
     if "changes" in r:
         ch = r["changes"]
         lines += [f"A world that changes while it runs: the {ch['particles']:,}-particle XPBD cloth "
@@ -353,6 +389,12 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
          f"{ch['remove_xpbd_ratio']:.3f}, a spring tearing {ch['tear_ratio']:.3f}; the calls: "
          f"build.box {ch['spawn_call_ms']:.2f} ms, remove {ch['remove_call_ms']:.2f} ms; canonical scene: "
          f"{ch['canonical_calls_per_frame']} kernel calls per frame")
+    pile = bench_pile()
+    results["pile"] = pile
+    echo(f"\nthe pile: {pile['bodies']} boxes, {pile['particles']} particles, 60 Hz, 8 substeps: "
+         f"{pile['frame_ms']:.2f} ms per frame ({pile['frames_per_s']:.0f} frames/s); without body "
+         f"contacts {pile['off_ms']:.2f} ms (ratio {pile['ratio']:.2f}); body contacts "
+         f"{pile['ns_per_particle_substep']:.1f} ns per particle per substep")
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

@@ -1,8 +1,8 @@
 """Headless drawing: a world rendered as Unicode braille in a terminal.
 
 Each character cell holds 2x4 dots, so an 80x24 terminal shows 160x96 dots.
-Springs are drawn as dotted lines, collider outlines as dotted polylines, and
-horizontal planes as a ruled line.
+Springs and body outlines are drawn as dotted lines, collider outlines as
+dotted polylines, and horizontal planes as a ruled line.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def render(world: World, width: int = 78, height: int = 22,
     pos = world.positions[:, :2]
     pairs = world.store.springs.view("pairs")
     t = np.linspace(0.0, 1.0, 6)[:, None, None]
-    pts = [pos, *(pos[pairs[:, 0]] * (1 - t) + pos[pairs[:, 1]] * t)] if len(pairs) else [pos]
+    edges = np.concatenate([pairs, _outline_edges(world)])
+    pts = [pos, *(pos[edges[:, 0]] * (1 - t) + pos[edges[:, 1]] * t)] if len(edges) else [pos]
     pts.extend(_collider_points(world, view))
     pts_all = np.concatenate([p.reshape(-1, 2) for p in pts])
     px = ((pts_all[:, 0] - x0) / (x1 - x0) * (cols - 1)).round().astype(int)
@@ -39,6 +40,20 @@ def render(world: World, width: int = 78, height: int = 22,
             if 0 <= r < height:
                 lines[r] = "".join("▔" if ch == " " else ch for ch in lines[r])
     return "\n".join(lines)
+
+
+def _outline_edges(world: World) -> np.ndarray:
+    """(E, 2) particle rows of every body's outline edges (an open outline, a rope's, is not
+    closed)."""
+    B, flat = world.store.bodies, world.store.body_outlines.arrays["rows"]
+    out = [np.zeros((0, 2), dtype=np.int64)]
+    for start, count, flags in zip(B.view("outline_start").tolist(), B.view("outline_count").tolist(),
+                                   B.view("flags").tolist(), strict=True):
+        if count >= 2:
+            ring = flat[start : start + count].astype(np.int64)
+            edges = np.stack([ring, np.roll(ring, -1)], axis=1)
+            out.append(edges if flags & 1 else edges[:-1])
+    return np.concatenate(out)
 
 
 def _planes(world: World) -> list[tuple[np.ndarray, float]]:

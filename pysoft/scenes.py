@@ -58,26 +58,27 @@ def boxes(particles: int = 1000, **world_args: Any) -> World:
 
 
 def demo(**world_args: Any) -> World:
-    """The demo scene: four soft boxes dropped side by side onto a floor (60 Hz, 8 substeps).
+    """The demo scene: soft bodies landing on each other and piling up (60 Hz, 8 substeps).
 
-    One box is thrown spinning, one sliding, so the floor's restitution and
-    friction show. (Bodies do not collide with each other yet: they are
-    placed so that they never meet.)
+    A stack of three XPBD boxes; two spring and shape-matched boxes with a third on
+    top of them; a gas ball dropped onto the stack, a blob onto the pair, a rope (with
+    self-collision) draped over everything and a shape-matched box thrown in from the
+    right -- between walls, so the pile stays in view.
     """
     world = World(dim=2, **world_args)
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), restitution=0.2, friction=0.6)
-    cells, spacing = 6, 0.12
-    origins = np.array([[-2.7, 0.4], [-1.3, 1.0], [2.0, 2.8], [0.4, 2.0]])
-    # Internal damping ratio about 0.25, so the boxes wobble and settle rather than bounce.
-    entities = add_boxes(world, origins, cells=cells, spacing=spacing, stiffness=BOX_STIFFNESS,
-                         damping=60.0)
-    rows = [world.row(int(e)) for e in entities]
-    pos, vel = world.positions, world.velocities
-    per_box = cells * cells
-    spin = rows[2 * per_box : 3 * per_box]  # the third box spins at 2 rad/s
-    centre = pos[spin].mean(axis=0)
-    vel[spin] = 2.0 * np.stack([-(pos[spin, 1] - centre[1]), pos[spin, 0] - centre[0]], axis=1)
-    vel[rows[per_box : 2 * per_box]] = (-0.6, 0.0)  # the second slides to the left
+    for normal, offset in (((1.0, 0.0), -2.9), ((-1.0, 0.0), -2.9)):
+        world.add_collider(Plane(normal=normal, offset=offset), friction=0.3)
+    for k in range(3):
+        build.box(world, center=(-2.0, 0.3 + 0.61 * k), size=(0.6, 0.6), model="xpbd")
+    for c in ((0.05, 0.3), (0.7, 0.3), (0.38, 0.91)):
+        build.box(world, center=c, size=(0.6, 0.6), model="springs+shape_matching")
+    build.ball(world, center=(-1.9, 3.4), radius=0.35)
+    build.blob(world, center=(0.5, 2.4), radius=0.35)
+    build.rope(world, start=(-1.4, 3.9), end=(1.6, 3.9), segments=30, pin=(), particle_radius=0.04,
+               self_collision=True)
+    thrown = build.box(world, center=(2.3, 1.6), size=(0.5, 0.5), model="shape_matching")
+    world.velocities[[world.row(e) for e in world.body(thrown).particles]] = (-2.5, 1.0)
     return world
 
 

@@ -71,6 +71,7 @@ EXPECT = {
     "esper_game": ((60,), lambda heights: all(0.0 < y < 2.5 for y in heights)),
     "wind_system": ((60,), lambda tip: tip > 0.0),  # the wind pushed the rope downwind
     "obstacle_rain": ((2.0,), lambda touching: touching > 100),  # the rain lands on something
+    "piles": ((3.0,), lambda touching: touching > 20),  # the bodies lie on each other
 }
 
 

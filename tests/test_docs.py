@@ -53,6 +53,10 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     arena = namespace["arena"]
     assert isinstance(arena, pysoft.World) and arena.store.bodies.n == 0 and arena.store.springs.n == 0
     assert len(arena.particles) == 1000  # the crate and the spark are gone
+    pit = namespace["pit"]
+    assert isinstance(pit, pysoft.World) and len(pit.body_contacts.particles) > 0
+    top = max(pit.positions[pit.row(e), 1] for e in pit.body(namespace["stack"][-1]).particles)
+    assert top > 1.4  # the stack of three 0.5 m boxes still stands
     builders = namespace["lab"]
     assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 8
     assert np.isfinite(builders.positions).all()

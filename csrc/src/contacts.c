@@ -485,9 +485,9 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
         cs = 0.5 * extent / targets; /* half the mean box: a box covers a few cells */
         if (!(cs > 0.0) || !(cs < 1e300)) cs = 1.0;
         ib = 1.0 / cs;
-        hb = buckets_for(targets, nbuckets);
+        double total;
         for (;;) {
-            double total = 0.0;
+            total = 0.0;
             for (int b = 0; b < nb; b++) {
                 const double *box = aabb + 5L * b;
                 if (box[0] > box[2]) continue;
@@ -498,6 +498,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
             cs = 2.0 * cs;
             ib = 1.0 / cs;
         }
+        hb = buckets_for((int)total, nbuckets); /* about two buckets per entry */
         for (int k = 0; k <= hb; k++) bucket_start[k] = 0;
         for (int pass = 0; pass < 2; pass++) {
             for (int b = 0; b < nb; b++) {
