@@ -78,6 +78,19 @@ class Column:
         view.table.arrays[self.field][view.row] = self.check(self.field, value)
 
 
+class Bits:
+    """A 32-bit mask field of a row view (collision category or mask): an unsigned int."""
+
+    def __init__(self, field: str, doc: str) -> None:
+        self.field, self.__doc__ = field, doc
+
+    def __get__(self, view: RowView | None, owner: Any = None) -> Any:
+        return self if view is None else int(view.table.arrays[self.field][view.row]) & 0xFFFFFFFF
+
+    def __set__(self, view: RowView, value: Any) -> None:
+        view.table.arrays[self.field][view.row] = _validate.bits(self.field, value)
+
+
 class Vector:
     """A vector field of a row view: a writable view of the Store row; assignment is checked."""
 

@@ -12,13 +12,12 @@ simulation with the World's cascade.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import esper
 import numpy as np
 import pytest
+from test_ecs import in_context
 
 import pysoft
 from pysoft import _kernels, build
@@ -27,16 +26,6 @@ from pysoft.features.constraints import Constraints
 from pysoft.features.springs import Springs
 
 BACKENDS = ("c", "python")
-
-
-@contextmanager
-def in_context(name: str) -> Iterator[None]:
-    previous = esper.current_world
-    esper.switch_world(name)
-    try:
-        yield
-    finally:
-        esper.switch_world(previous)
 
 
 def mixed_scene(backend: str = "c", **world_args: Any) -> pysoft.World:

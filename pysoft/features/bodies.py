@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _validate
-from pysoft._ecs import Column, RemovedError, RowView
+from pysoft._ecs import Bits, Column, RemovedError, RowView
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Incidence, Ragged, Table
 from pysoft.features._feature import Context, Feature, PerState
@@ -182,23 +182,8 @@ class SoftBody(RowView):
         row = self.row
         flags[row] = (flags[row] & ~SELF) | (SELF if _validate.flag("self_collision", value) else 0)
 
-    @property
-    def category(self) -> int:
-        """Collision category bits of the body and its particles."""
-        return int(self.table.arrays["category"][self.row]) & 0xFFFFFFFF
-
-    @category.setter
-    def category(self, value: int) -> None:
-        self.table.arrays["category"][self.row] = _validate.bits("category", value)
-
-    @property
-    def mask(self) -> int:
-        """The categories the body collides with (a pair collides if each accepts the other)."""
-        return int(self.table.arrays["mask"][self.row]) & 0xFFFFFFFF
-
-    @mask.setter
-    def mask(self, value: int) -> None:
-        self.table.arrays["mask"][self.row] = _validate.bits("mask", value)
+    category = Bits("category", "Collision category bits of the body and its particles.")
+    mask = Bits("mask", "The categories the body collides with (a pair collides if each accepts the other).")
 
     friction = Column("friction", "Coulomb friction against other bodies (mixed: sqrt(mu1 mu2)).",
                       _validate.nonnegative)

@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _validate
-from pysoft._ecs import Column, RowView, Vector
+from pysoft._ecs import Bits, Column, RowView, Vector
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
 from pysoft._store import Field, Table
@@ -80,23 +80,8 @@ class Particle(RowView):
         """True if the particle never moves."""
         return bool(self.inv_mass == 0.0)
 
-    @property
-    def category(self) -> int:
-        """Collision category bits (Box2D-style): it meets what both masks accept."""
-        return int(self.table.arrays["category"][self.row]) & 0xFFFFFFFF
-
-    @category.setter
-    def category(self, value: int) -> None:
-        self.table.arrays["category"][self.row] = _validate.bits("category", value)
-
-    @property
-    def mask(self) -> int:
-        """The categories this particle collides with (bits)."""
-        return int(self.table.arrays["mask"][self.row]) & 0xFFFFFFFF
-
-    @mask.setter
-    def mask(self, value: int) -> None:
-        self.table.arrays["mask"][self.row] = _validate.bits("mask", value)
+    category = Bits("category", "Collision category bits (Box2D-style): it meets what both masks accept.")
+    mask = Bits("mask", "The categories this particle collides with (bits).")
 
 
 class Integrators:
