@@ -324,7 +324,7 @@ def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str
         "bucket_body": np.zeros(nentries, dtype=np.int32),
         "cell_start": np.zeros(nbuckets + 1, dtype=np.int32),
         "cell_particle": np.zeros(n, dtype=np.int32), "near": np.zeros(n, dtype=np.int32),
-        "home": np.zeros(n, dtype=np.int32),
+        "home": np.zeros(n, dtype=np.int32), "edge": np.zeros((len(flat(outlines)), 4)),
         "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0]], 0.0),
         "radius": radius, "inv_mass": p["inv_mass"], "owner": owner,
         "category": rng.choice(np.array([1, 2, 3], dtype=np.int32), n),

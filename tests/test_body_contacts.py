@@ -438,8 +438,10 @@ def test_a_pile_of_200_mixed_bodies_settles() -> None:
     pile, then 3 s to settle (8 s in all): no NaN; nothing left the bin (1 mm); no box
     lattice cell inverted; every body's outline area within its model's tolerance of its
     built area (boxes 0.75-1.1, blobs 0.85-1.05, balls 0.4-1.15: gas compresses under the
-    pile); no particle more than 2 cm inside another body; most of the pile at rest
-    (median speed < 5 cm/s). The boxes are firmer than the builders' defaults (springs
+    pile); no particle more than 2 cm inside another body; the pile has stopped flowing
+    (median displacement over the last second < 2 cm: measured by motion, not by the
+    velocities, which jitter by several cm/s in a deep pile while the positions rest -- see
+    the README's limits). The boxes are firmer than the builders' defaults (springs
     600 N/m, shape matching 20,000 s^-2): a default box crushes under a pile three deep
     (see the README's limits)."""
     w = floor_world()
@@ -464,7 +466,9 @@ def test_a_pile_of_200_mixed_bodies_settles() -> None:
                 b = build.box(w, center=c, size=(0.45, 0.45), cells=(4, 4), model=kind, **firm[kind])
             made.append((kind, b, area(outline(w, b))))
         run(w, 30)
-    run(w, 180)
+    run(w, 120)
+    before = w.positions.copy()
+    run(w, 60)
     assert np.isfinite(w.positions).all()
     assert (np.abs(w.positions[:, 0]) < 6.0 + 1e-3).all() and (w.positions[:, 1] > -1e-3).all()
     bounds = {"ball": (0.4, 1.15), "blob": (0.85, 1.05)}
@@ -475,7 +479,7 @@ def test_a_pile_of_200_mixed_bodies_settles() -> None:
         if kind not in bounds:
             assert (_cell_areas(members(w, b), 5) > 0).all(), f"{kind} body {b} has an inverted cell"
     assert deepest(w, [b for _, b, _ in made]) < 0.02
-    assert float(np.median(np.linalg.norm(w.velocities, axis=1))) < 0.05
+    assert float(np.median(np.linalg.norm(w.positions - before, axis=1))) < 0.02
 
 
 # -- parity and replay ---------------------------------------------------------------------

@@ -105,7 +105,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      double *contact_normal, double *contact_impulse, double *snap,
                      double *aabb, int32_t *bucket_start, int32_t *bucket_body,
                      int32_t *cell_start, int32_t *cell_particle, int32_t *near,
-                     int32_t *home, const double *prev_pos, const double *support,
+                     int32_t *home, double *edge, const double *prev_pos, const double *support,
                      const double *radius, const double *inv_mass,
                      const int32_t *owner, const int32_t *category, const int32_t *mask,
                      const double *friction, const double *restitution, const double *rest_pos,

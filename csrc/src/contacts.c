@@ -111,12 +111,13 @@ typedef struct {
     double *pos, *vel, *contact_point, *contact_normal, *contact_impulse;
     int32_t *contact_body;
     const double *prev_pos, *support, *radius, *inv_mass, *friction, *restitution, *rest_pos;
+    const double *edge;
     const int32_t *owner, *category, *mask;
     const int32_t *outline, *outline_start, *outline_count;
     const int32_t *member, *member_start, *member_count;
     const int32_t *flags, *body_category, *body_mask;
     const double *body_friction, *body_restitution;
-    double h, rest_speed;
+    double h, inv_h, rest_speed;
 } Scene;
 
 static inline uint32_t cat_of(const Scene *s, int i)
@@ -160,7 +161,7 @@ static int resolve(const Scene *s, int i, int a, int b, double t, double nx, dou
     if (sb[0] * nx + sb[1] * ny > 0.0) wb = 0.0;
     double W = (wi + ta * ta * wa) + t * t * wb;
     if (!(W > 0.0)) return 0;
-    double lam = -C / W;
+    double inv_w = 1.0 / W, lam = -C * inv_w;
     x[0] = x[0] + wi * lam * nx;
     x[1] = x[1] + wi * lam * ny;
     xa[0] = xa[0] - ta * wa * lam * nx;
@@ -176,37 +177,37 @@ static int resolve(const Scene *s, int i, int a, int b, double t, double nx, dou
      * Then the approach: vn' = -e vn for a fast one, else 0. dvn is the relative normal
      * velocity change of both, P its impulse per unit inverse mass, and Coulomb's bound on
      * friction mu dvn. */
-    double follow = -C / s->h, cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
+    double follow = -C * s->inv_h, cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
     if (follow > cap) follow = cap;
     double target = vn < 0.0 ? ((-vn > s->rest_speed) ? -e * vn : 0.0) : vn;
     double dvn = (target > vn + follow ? target : vn + follow) - vn;
-    double P = dvn / W, limit = mu * dvn;
-    double vtx = vrx - vn * nx, vty = vry - vn * ny;
-    double vt_len = sqrt(vtx * vtx + vty * vty), ptx, pty;
+    double P = dvn * inv_w, limit = mu * dvn;
+    double vtx = vrx - vn * nx, vty = vry - vn * ny, ptx, pty, vt_len;
     /* the substep's relative tangential displacement */
     const double *p = s->prev_pos + 2L * i, *pa = s->prev_pos + 2L * a, *pb = s->prev_pos + 2L * b;
     double sx = (x[0] - p[0]) - (ta * (xa[0] - pa[0]) + t * (xb[0] - pb[0]));
     double sy = (x[1] - p[1]) - (ta * (xa[1] - pa[1]) + t * (xb[1] - pb[1]));
     double sn = sx * nx + sy * ny, stx = sx - sn * nx, sty = sy - sn * ny;
-    if (sqrt(stx * stx + sty * sty) <= limit * s->h) {
+    double slip = limit * s->h; /* the most static friction holds this substep */
+    if (stx * stx + sty * sty <= slip * slip) {
         /* static: undo it, and stop the relative tangential motion */
-        stx = stx / W;
-        sty = sty / W;
+        stx = stx * inv_w;
+        sty = sty * inv_w;
         x[0] = x[0] - wi * stx;
         x[1] = x[1] - wi * sty;
         xa[0] = xa[0] + ta * wa * stx;
         xa[1] = xa[1] + ta * wa * sty;
         xb[0] = xb[0] + t * wb * stx;
         xb[1] = xb[1] + t * wb * sty;
-        ptx = -vtx / W;
-        pty = -vty / W;
-    } else if (vt_len > limit) {
+        ptx = -vtx * inv_w;
+        pty = -vty * inv_w;
+    } else if ((vt_len = sqrt(vtx * vtx + vty * vty)) > limit) {
         double k = limit / (vt_len * W);
         ptx = -vtx * k;
         pty = -vty * k;
     } else {
-        ptx = -vtx / W;
-        pty = -vty / W;
+        ptx = -vtx * inv_w;
+        pty = -vty * inv_w;
     }
     double jx = P * nx + ptx, jy = P * ny + pty;
     v[0] = v[0] + wi * jx;
@@ -268,13 +269,19 @@ static int edge_contact(const Scene *s, int i, int B, double rB)
     const double *pos = s->pos, *prev = s->prev_pos;
     double x = pos[2L * i], y = pos[2L * i + 1], px = prev[2L * i], py = prev[2L * i + 1];
     int inside = 0;
-    if (!own) { /* crossing number of the current outline (a ray toward -x), no division */
+    if (!own) { /* crossing number of the current outline (a ray toward -x), no division;
+                   * only the few edges that straddle the particle's height count */
         const double *a = pos + 2L * o[m - 1];
+        int above = a[1] > y;
         for (int j = 0; j < m; j++) {
             const double *b = pos + 2L * o[j];
-            double dy = b[1] - a[1];
-            double c = (x - a[0]) * dy - (y - a[1]) * (b[0] - a[0]);
-            inside ^= ((a[1] > y) != (b[1] > y)) & (((c < 0.0) & (dy > 0.0)) | ((c > 0.0) & (dy < 0.0)));
+            int b_above = b[1] > y;
+            if (b_above != above) {
+                double dy = b[1] - a[1];
+                double c = (x - a[0]) * dy - (y - a[1]) * (b[0] - a[0]);
+                inside ^= ((c < 0.0) & (dy > 0.0)) | ((c > 0.0) & (dy < 0.0));
+            }
+            above = b_above;
             a = b;
         }
     }
@@ -287,22 +294,26 @@ static int edge_contact(const Scene *s, int i, int B, double rB)
     int entry = -1;
     double head_on = 0.0;
     if (inside || own) {
+        const double *ep = s->edge + 4L * s->outline_start[B];
         for (int j = 0; j < m; j++) {
+            /* inside this edge's line at the start: most edges, passed over at once */
+            const double *g = ep + 4L * j;
+            double s0 = cross2(g[2], g[3], px - g[0], py - g[1]);
+            if (!(s0 <= 0.0)) continue;
             int ia = o[j], ib = o[j + 1 < m ? j + 1 : 0];
-            if (own && near_at_rest(s, i, ia, ib)) continue;
             const double *a0 = prev + 2L * ia, *b0 = prev + 2L * ib;
+            if (own && near_at_rest(s, i, ia, ib)) continue;
             const double *a1 = pos + 2L * ia, *b1 = pos + 2L * ib;
-            double s0 = cross2(b0[0] - a0[0], b0[1] - a0[1], px - a0[0], py - a0[1]);
             double s1 = cross2(b1[0] - a1[0], b1[1] - a1[1], x - a1[0], y - a1[1]);
-            if (!(s0 <= 0.0 && s1 > 0.0)) continue;
+            if (!(s1 > 0.0)) continue;
             double tc = s0 / (s0 - s1);
             double cx = px + tc * (x - px), cy = py + tc * (y - py);
             double ax = a0[0] + tc * (a1[0] - a0[0]), ay = a0[1] + tc * (a1[1] - a0[1]);
             double ex = (b0[0] + tc * (b1[0] - b0[0])) - ax, ey = (b0[1] + tc * (b1[1] - b0[1])) - ay;
             double l2 = ex * ex + ey * ey;
             if (!(l2 > 0.0)) continue;
-            double u = ((cx - ax) * ex + (cy - ay) * ey) / l2;
-            if (!(u >= -PS_ENTRY_SLACK && u <= 1.0 + PS_ENTRY_SLACK)) continue;
+            double u = (cx - ax) * ex + (cy - ay) * ey; /* the crossing along the edge, times l2 */
+            if (!(u >= -PS_ENTRY_SLACK * l2 && u <= (1.0 + PS_ENTRY_SLACK) * l2)) continue;
             double fx = b1[0] - a1[0], fy = b1[1] - a1[1], len = sqrt(fx * fx + fy * fy);
             if (!(len > PS_MIN_LENGTH)) continue;
             double rx = (x - px) - 0.5 * ((a1[0] - a0[0]) + (b1[0] - b0[0]));
@@ -318,10 +329,12 @@ static int edge_contact(const Scene *s, int i, int B, double rB)
     int near = -1;
     double best = 0.0, t_near = 0.0;
     if (entry < 0) {
+        const double *b = pos + 2L * o[0];
         for (int j = 0; j < m; j++) {
-            int ia = o[j], ib = o[j + 1 < m ? j + 1 : 0];
-            if (own && near_at_rest(s, i, ia, ib)) continue;
-            const double *a = pos + 2L * ia, *b = pos + 2L * ib;
+            const double *a = b;
+            int ib = o[j + 1 < m ? j + 1 : 0];
+            b = pos + 2L * ib;
+            if (own && near_at_rest(s, i, o[j], ib)) continue;
             double ex = b[0] - a[0], ey = b[1] - a[1], l2 = ex * ex + ey * ey, t = 0.0;
             if (l2 > 0.0) {
                 t = ((x - a[0]) * ex + (y - a[1]) * ey) / l2;
@@ -345,8 +358,10 @@ static int edge_contact(const Scene *s, int i, int B, double rB)
         t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
     }
     double qx = a[0] + t * ex, qy = a[1] + t * ey, nx, ny;
-    double len = sqrt(l2), dx = x - qx, dy = y - qy, dist = sqrt(dx * dx + dy * dy);
+    double dx = x - qx, dy = y - qy, dist = 0.0;
+    if (!inside && entry < 0) dist = sqrt(dx * dx + dy * dy);
     if (inside || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
+        double len = sqrt(l2);
         if (!(len > PS_MIN_LENGTH)) return 0;
         nx = ey / len; /* the outward normal of a counter-clockwise outline's edge */
         ny = -ex / len;
@@ -418,7 +433,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      double *contact_normal, double *contact_impulse, double *snap,
                      double *aabb, int32_t *bucket_start, int32_t *bucket_body,
                      int32_t *cell_start, int32_t *cell_particle, int32_t *near,
-                     int32_t *home, const double *prev_pos, const double *support,
+                     int32_t *home, double *edge, const double *prev_pos, const double *support,
                      const double *radius, const double *inv_mass,
                      const int32_t *owner, const int32_t *category, const int32_t *mask,
                      const double *friction, const double *restitution, const double *rest_pos,
@@ -433,9 +448,9 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
 {
     (void)dim;
     Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
-               support, radius, inv_mass, friction, restitution, rest_pos, owner, category, mask, outline,
+               support, radius, inv_mass, friction, restitution, rest_pos, edge, owner, category, mask, outline,
                outline_start, outline_count, member, member_start, member_count, body_flags,
-               body_category, body_mask, body_friction, body_restitution, h, rest_speed};
+               body_category, body_mask, body_friction, body_restitution, h, 1.0 / h, rest_speed};
     /* the positions the candidates come from; the largest radii */
     double rmax = 0.0, rgrid = 0.0;
     int ngrid = 0;
@@ -459,6 +474,14 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
         int m = outline_count[b];
         if (!(body_flags[b] & (PS_CLOSED | PS_SELF)) || m < 2) continue;
         const int32_t *o = outline + outline_start[b];
+        double *g = edge + 4L * outline_start[b]; /* each edge at the substep's start: a, b - a */
+        for (int k = 0; k < m; k++) {
+            const double *a0 = prev_pos + 2L * o[k], *b0 = prev_pos + 2L * o[k + 1 < m ? k + 1 : 0];
+            g[4L * k] = a0[0];
+            g[4L * k + 1] = a0[1];
+            g[4L * k + 2] = b0[0] - a0[0];
+            g[4L * k + 3] = b0[1] - a0[1];
+        }
         double lx = snap[2L * o[0]], ly = snap[2L * o[0] + 1], hx = lx, hy = ly, rb = radius[o[0]];
         for (int k = 1; k < m; k++) {
             double x = snap[2L * o[k]], y = snap[2L * o[k] + 1];
@@ -547,7 +570,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                 last = b;
                 if (b == own && !(body_flags[b] & PS_SELF)) continue;
                 const double *box = aabb + 5L * b;
-                if (x < box[0] || x > box[2] || y < box[1] || y > box[3]) continue;
+                if ((x < box[0]) | (x > box[2]) | (y < box[1]) | (y > box[3])) continue;
                 contacts += edge_contact(&s, i, b, box[4]);
             }
         }

@@ -18,7 +18,7 @@ import numpy as np
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
-from pysoft.features.bodies import MAX_BODIES
+from pysoft.features.bodies import MAX_BODIES, MAX_MEMBERS
 
 MAX_BUCKETS = 1 << 22  # spatial hash buckets (the kernel uses what the scene needs)
 MAX_ENTRIES = 1 << 24  # body boxes entered in the hash, summed over their cells
@@ -49,7 +49,8 @@ register(Kernel(
      Arg("snap", _P), Arg("aabb", ("b", 5)), Arg("bucket_start", ("nbuckets+1",), _I),
      Arg("bucket_body", ("nentries",), _I), Arg("cell_start", ("nbuckets+1",), _I),
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("home", _S, _I),
-     Arg("prev_pos", _P), Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
+     Arg("edge", ("e", 4)), Arg("prev_pos", _P), Arg("support", _P), Arg("radius", _S),
+     Arg("inv_mass", _S), Arg("owner", _S, _I),
      Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
      Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
      Arg("outline_count", _B, _I), Arg("member", ("f",), _I), Arg("member_start", _B, _I),
@@ -59,7 +60,7 @@ register(Kernel(
     ("iterations", "particle_collisions", "h", "rest_speed"),
     ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse"),
     scratch=("snap", "aabb", "bucket_start", "bucket_body", "cell_start", "cell_particle", "near",
-             "home"),
+             "home", "edge"),
     check=_check))
 
 
@@ -77,7 +78,7 @@ class BodyContacts(NamedTuple):
 
 
 class _ContactTerm:
-    def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table) -> None:
+    def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table) -> None:
         self.ctx = ctx
         self.P, self.B = ctx.store.particles, ctx.store.bodies
         a, b = self.P.arrays, self.B.arrays
@@ -88,8 +89,8 @@ class _ContactTerm:
             contact_impulse=a["touch_impulse"], snap=a["snap"], aabb=work.arrays["aabb"],
             bucket_start=buckets.arrays["bucket_start"], bucket_body=entries.arrays["body"],
             cell_start=buckets.arrays["cell_start"], cell_particle=a["cell_particle"],
-            near=a["near"], home=a["home"], prev_pos=a["prev_pos"], support=a["support"],
-            radius=a["radius"], inv_mass=a["inv_mass"],
+            near=a["near"], home=a["home"], edge=edges.arrays["edge"], prev_pos=a["prev_pos"],
+            support=a["support"], radius=a["radius"], inv_mass=a["inv_mass"],
             owner=a["owner"], category=a["category"], mask=a["mask"], friction=a["friction"],
             restitution=a["restitution"], rest_pos=a["rest_pos"], outline=outlines.arrays["rows"],
             outline_start=b["outline_start"], outline_count=b["outline_count"],
@@ -134,7 +135,9 @@ class BodyCollisions(Feature):
         buckets = Table("body_contact_buckets", {"bucket_start": Field((), np.int32),
                                                  "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
         entries = Table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
-        self.term = _ContactTerm(ctx, work, buckets, entries)
+        # each outline edge at the substep's start, one row per outline row
+        edges = Table("body_contact_edges", {"edge": Field((4,), np.float64)}, MAX_MEMBERS)
+        self.term = _ContactTerm(ctx, work, buckets, entries, edges)
         ctx.pipeline.collide.append(self.term)
 
     def after_frame(self) -> None:

@@ -89,7 +89,8 @@ def _resolve(s: _Scene, i: int, a: int, b: int, t: float, nx: float, ny: float, 
     W = (wi + ta * ta * wa) + t * t * wb
     if not W > 0.0:
         return 0
-    lam = -C / W
+    inv_w = 1.0 / W
+    lam = -C * inv_w
     x[0] = x[0] + wi * lam * nx
     x[1] = x[1] + wi * lam * ny
     xa[0] = xa[0] - ta * wa * lam * nx
@@ -99,33 +100,33 @@ def _resolve(s: _Scene, i: int, a: int, b: int, t: float, nx: float, ny: float, 
     v, va, vb = s.vel[i], s.vel[a], s.vel[b]
     vrx, vry = v[0] - (ta * va[0] + t * vb[0]), v[1] - (ta * va[1] + t * vb[1])
     vn = vrx * nx + vry * ny
-    follow, cap = -C / s.h, (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT  # velocities follow the push
+    follow, cap = -C * (1.0 / s.h), (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT  # velocities follow the push
     if follow > cap:
         follow = cap
     target = (-e * vn if -vn > s.rest_speed else 0.0) if vn < 0.0 else vn
     dvn = (target if target > vn + follow else vn + follow) - vn
-    P, limit = dvn / W, mu * dvn
+    P, limit = dvn * inv_w, mu * dvn
     vtx, vty = vrx - vn * nx, vry - vn * ny
-    vt_len = math.sqrt(vtx * vtx + vty * vty)
     p, pa, pb = s.prev[i], s.prev[a], s.prev[b]  # the substep's relative tangential displacement
     sx = (x[0] - p[0]) - (ta * (xa[0] - pa[0]) + t * (xb[0] - pb[0]))
     sy = (x[1] - p[1]) - (ta * (xa[1] - pa[1]) + t * (xb[1] - pb[1]))
     sn = sx * nx + sy * ny
     stx, sty = sx - sn * nx, sy - sn * ny
-    if math.sqrt(stx * stx + sty * sty) <= limit * s.h:  # static: undo it, stop the sliding
-        stx, sty = stx / W, sty / W
+    slip = limit * s.h  # the most static friction holds this substep
+    if stx * stx + sty * sty <= slip * slip:  # static: undo it, stop the sliding
+        stx, sty = stx * inv_w, sty * inv_w
         x[0] = x[0] - wi * stx
         x[1] = x[1] - wi * sty
         xa[0] = xa[0] + ta * wa * stx
         xa[1] = xa[1] + ta * wa * sty
         xb[0] = xb[0] + t * wb * stx
         xb[1] = xb[1] + t * wb * sty
-        ptx, pty = -vtx / W, -vty / W
-    elif vt_len > limit:
+        ptx, pty = -vtx * inv_w, -vty * inv_w
+    elif (vt_len := math.sqrt(vtx * vtx + vty * vty)) > limit:
         k = limit / (vt_len * W)
         ptx, pty = -vtx * k, -vty * k
     else:
-        ptx, pty = -vtx / W, -vty / W
+        ptx, pty = -vtx * inv_w, -vty * inv_w
     jx, jy = P * nx + ptx, P * ny + pty
     v[0] = v[0] + wi * jx
     v[1] = v[1] + wi * jy
@@ -202,8 +203,8 @@ def _edge_contact(s: _Scene, i: int, B: int, rB: float) -> int:
             l2 = ex * ex + ey * ey
             if not l2 > 0.0:
                 continue
-            u = ((cx - ax) * ex + (cy - ay) * ey) / l2
-            if not (-ENTRY_SLACK <= u <= 1.0 + ENTRY_SLACK):
+            u = (cx - ax) * ex + (cy - ay) * ey  # the crossing along the edge, times l2
+            if not (-ENTRY_SLACK * l2 <= u <= (1.0 + ENTRY_SLACK) * l2):
                 continue
             fx, fy = b1[0] - a1[0], b1[1] - a1[1]
             length = math.sqrt(fx * fx + fy * fy)
@@ -241,9 +242,10 @@ def _edge_contact(s: _Scene, i: int, B: int, rB: float) -> int:
         t = ((x - a[0]) * ex + (y - a[1]) * ey) / l2
         t = 0.0 if t < 0.0 else (1.0 if t > 1.0 else t)
     qx, qy = a[0] + t * ex, a[1] + t * ey
-    length, dx, dy = math.sqrt(l2), x - qx, y - qy
-    dist = math.sqrt(dx * dx + dy * dy)
+    dx, dy = x - qx, y - qy
+    dist = math.sqrt(dx * dx + dy * dy) if not inside and entry < 0 else 0.0
     if inside or entry >= 0 or not dist > MIN_LENGTH:
+        length = math.sqrt(l2)
         if not length > MIN_LENGTH:
             return 0
         nx, ny = ey / length, -ex / length
@@ -362,9 +364,9 @@ def _pair_candidates(s: _Scene, snap: list[list[float]], n: int,
 def body_contacts(
     pos: F64, vel: F64, contact_body: I32, contact_point: F64, contact_normal: F64,
     contact_impulse: F64, snap: F64, aabb: F64, bucket_start: I32, bucket_body: I32,
-    cell_start: I32, cell_particle: I32, near: I32, home: I32, prev_pos: F64, support: F64,
-    radius: F64, inv_mass: F64,
-    owner: I32, category: I32, mask: I32, friction: F64, restitution: F64, rest_pos: F64,
+    cell_start: I32, cell_particle: I32, near: I32, home: I32, edge: F64, prev_pos: F64,
+    support: F64, radius: F64, inv_mass: F64, owner: I32, category: I32, mask: I32, friction: F64,
+    restitution: F64, rest_pos: F64,
     outline: I32, outline_start: I32, outline_count: I32, member: I32, member_start: I32,
     member_count: I32, body_flags: I32, body_category: I32, body_mask: I32, body_friction: F64,
     body_restitution: F64, n: int, nb: int, nbuckets: int, nentries: int, dim: int,
