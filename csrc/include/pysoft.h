@@ -104,8 +104,9 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
 int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *contact_point,
                      double *contact_normal, double *contact_impulse, double *snap,
                      double *aabb, int32_t *bucket_start, int32_t *bucket_body,
-                     int32_t *cell_start, int32_t *cell_particle, int32_t *near,
-                     int32_t *home, double *edge, const double *prev_pos, const double *support,
+                     int32_t *cell_start, int32_t *cell_particle, int32_t *near, double *edge,
+                     double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                     double *fat_state, const double *prev_pos, const double *support,
                      const double *radius, const double *inv_mass,
                      const int32_t *owner, const int32_t *category, const int32_t *mask,
                      const double *friction, const double *restitution, const double *rest_pos,
@@ -115,7 +116,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      const int32_t *body_flags, const int32_t *body_category,
                      const int32_t *body_mask, const double *body_friction,
                      const double *body_restitution, int n, int nb, int nbuckets,
-                     int nentries, int dim, int iterations, int particle_collisions,
+                     int nentries, int npairs, int dim, int iterations, int particle_collisions,
                      double h, double rest_speed);
 
 /* finish.c */

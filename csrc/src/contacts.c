@@ -47,16 +47,27 @@
  * (a free particle, or one shared by several bodies: owner == -2). A pair
  * collides only if each one's category meets the other's mask.
  *
- * Broad phase, linear in particles: each target body's outline bounding box
- * (from the positions at the pass's start, grown by twice the largest
- * radius; kept with its outline's largest radius, so a particle outside a
- * body with no radius on either side is let go before the edge search) is entered in a spatial hash of square cells (side: half the boxes'
- * mean extent, doubled until the entries fit `nentries`); each particle
- * looks up its own cell. Particle pairs use a second hash of the particles
- * (cells four times the largest radius) and each particle's 3 x 3 cells.
- * The candidates are defined by the start positions alone -- (i, B) with i
- * in B's box; (i, j) with |x_i - x_j| <= 2 (r_i + r_j) -- so the hashing
- * changes nothing but speed.
+ * Broad phase, linear in particles, with candidate lists kept from substep
+ * to substep (Box2D's fat boxes, or the Verlet lists of molecular dynamics):
+ * each target body's outline bounding box (from the positions at the pass's
+ * start, grown by twice the largest radius; kept with its outline's largest
+ * radius, so a particle outside a body with no radius on either side is let
+ * go before the edge search) is the body's box. To list the candidates, the
+ * boxes grown by twice a slack (a quarter of the cell) are entered in a
+ * spatial hash of square cells (side: half the boxes' mean extent, doubled
+ * until the entries fit `nentries`), and each particle records the bodies
+ * whose grown box holds it (fat_first, fat_count into fat_body, bodies
+ * ascending). Each pass then tests each listed body's own box. The lists are
+ * kept while no particle is farther than the slack from where they were made
+ * (fat_pos) -- a box then moves by at most the slack too, so every body whose
+ * box holds a particle is on its list -- and the layout is the same (the
+ * counts, the largest radius, particle_collisions, and a 64-bit signature of
+ * the owners, flags and outlines); otherwise they are made again, in turns
+ * if the pairs outgrow `npairs`. Particle pairs use a second hash of the
+ * particles (cells four times the largest radius) and each particle's 3 x 3
+ * cells. The candidates are defined by the start positions alone -- (i, B)
+ * with i in B's box; (i, j) with |x_i - x_j| <= 2 (r_i + r_j) -- so the
+ * hashing and the lists change nothing but speed.
  *
  * Order (the NumPy twin follows it, so results are bitwise equal):
  * `iterations` times: every edge pair (i ascending, B ascending), then every
@@ -67,6 +78,7 @@
  * impulse. Returns the number of contacts resolved.
  */
 #include <math.h>
+#include <string.h>
 #include "internal.h"
 
 #define PS_CLOSED 1
@@ -429,11 +441,53 @@ static int pair_contact(const Scene *s, int i, int j)
                    ei > ej ? ei : ej, oj >= 0 ? oj : PS_SHARED, xj[0] + rj * nx, xj[1] + rj * ny);
 }
 
+/* The layout the candidate lists were built for: owners, outlines and flags, mixed into 64
+ * bits (FNV-1a over 32-bit words). */
+static inline uint64_t mix(uint64_t h, int32_t v)
+{
+    return (h ^ (uint32_t)v) * 1099511628211ULL;
+}
+
+/* Fill the candidate lists (see the essay) for probes first, first + 1, ... until the pairs
+ * run out of room; returns the first probe not listed (n when all were). */
+static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
+                           const double *snap, const double *aabb, double grow,
+                           const int32_t *bucket_start, const int32_t *bucket_body, int hb,
+                           double ib, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                           int npairs)
+{
+    int used = 0;
+    for (int i = first; i < n; i++) {
+        int own = s->owner[i], count = 0, last = -1;
+        fat_first[i] = used;
+        fat_count[i] = 0;
+        if (own == -1 && !particle_collisions) continue;
+        double x = snap[2L * i], y = snap[2L * i + 1];
+        int k = bucket_of(cell_of(x, ib), cell_of(y, ib), hb);
+        int skip = own >= 0 && !(s->flags[own] & PS_SELF) ? own : -1;
+        for (int e = bucket_start[k]; e < bucket_start[k + 1]; e++) {
+            int b = bucket_body[e];
+            if (b == last) continue; /* a body's cells may share a bucket */
+            last = b;
+            if (b == skip) continue;
+            const double *box = aabb + 5L * b;
+            if ((x < box[0] - grow) | (x > box[2] + grow) | (y < box[1] - grow) | (y > box[3] + grow))
+                continue;
+            if (used + count == npairs) return i; /* out of room: list i again later */
+            fat_body[used + count++] = b;
+        }
+        fat_count[i] = count;
+        used += count;
+    }
+    return n;
+}
+
 int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *contact_point,
                      double *contact_normal, double *contact_impulse, double *snap,
                      double *aabb, int32_t *bucket_start, int32_t *bucket_body,
-                     int32_t *cell_start, int32_t *cell_particle, int32_t *near,
-                     int32_t *home, double *edge, const double *prev_pos, const double *support,
+                     int32_t *cell_start, int32_t *cell_particle, int32_t *near, double *edge,
+                     double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                     double *fat_state, const double *prev_pos, const double *support,
                      const double *radius, const double *inv_mass,
                      const int32_t *owner, const int32_t *category, const int32_t *mask,
                      const double *friction, const double *restitution, const double *rest_pos,
@@ -443,25 +497,33 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      const int32_t *body_flags, const int32_t *body_category,
                      const int32_t *body_mask, const double *body_friction,
                      const double *body_restitution, int n, int nb, int nbuckets,
-                     int nentries, int dim, int iterations, int particle_collisions,
+                     int nentries, int npairs, int dim, int iterations, int particle_collisions,
                      double h, double rest_speed)
 {
     (void)dim;
     Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
-               support, radius, inv_mass, friction, restitution, rest_pos, edge, owner, category, mask, outline,
-               outline_start, outline_count, member, member_start, member_count, body_flags,
-               body_category, body_mask, body_friction, body_restitution, h, 1.0 / h, rest_speed};
-    /* the positions the candidates come from; the largest radii */
-    double rmax = 0.0, rgrid = 0.0;
+               support, radius, inv_mass, friction, restitution, rest_pos, edge, owner, category,
+               mask, outline, outline_start, outline_count, member, member_start, member_count,
+               body_flags, body_category, body_mask, body_friction, body_restitution, h, 1.0 / h,
+               rest_speed};
+    /* the positions the candidates come from; the largest radii; whether any particle moved
+     * farther than the lists' slack since they were made; the layout's signature */
+    int listed = fat_state[0] == 1.0;
+    double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
+    uint64_t sig = 14695981039346656037ULL;
     int ngrid = 0;
     for (int i = 0; i < n; i++) {
-        snap[2L * i] = pos[2L * i];
-        snap[2L * i + 1] = pos[2L * i + 1];
+        double x = pos[2L * i], y = pos[2L * i + 1];
+        snap[2L * i] = x;
+        snap[2L * i + 1] = y;
         if (radius[i] > rmax) rmax = radius[i];
         if (grid_particle(&s, i, particle_collisions)) {
             ngrid++;
             if (radius[i] > rgrid) rgrid = radius[i];
         }
+        double dx = x - fat_pos[2L * i], dy = y - fat_pos[2L * i + 1];
+        listed &= dx * dx + dy * dy <= slack2;
+        sig = mix(sig, owner[i]);
     }
     /* target bodies' boxes: lo x, lo y, hi x, hi y (empty: lo > hi) */
     double margin = 2.0 * rmax, extent = 0.0;
@@ -472,6 +534,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
         box[2] = box[3] = -1.0;
         box[4] = 0.0;
         int m = outline_count[b];
+        sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
         if (!(body_flags[b] & (PS_CLOSED | PS_SELF)) || m < 2) continue;
         const int32_t *o = outline + outline_start[b];
         double *g = edge + 4L * outline_start[b]; /* each edge at the substep's start: a, b - a */
@@ -481,6 +544,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
             g[4L * k + 1] = a0[1];
             g[4L * k + 2] = b0[0] - a0[0];
             g[4L * k + 3] = b0[1] - a0[1];
+            sig = mix(sig, o[k]);
         }
         double lx = snap[2L * o[0]], ly = snap[2L * o[0] + 1], hx = lx, hy = ly, rb = radius[o[0]];
         for (int k = 1; k < m; k++) {
@@ -502,11 +566,16 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
         extent += (box[2] - box[0]) > (box[3] - box[1]) ? (box[2] - box[0]) : (box[3] - box[1]);
         targets++;
     }
+    double sig_hi = (double)(uint32_t)(sig >> 32), sig_lo = (double)(uint32_t)sig;
+    listed &= fat_state[1] == sig_hi && fat_state[2] == sig_lo && fat_state[3] == (double)n
+              && fat_state[4] == (double)nb && fat_state[5] == margin
+              && fat_state[7] == (double)particle_collisions;
     int hb = 1;
-    double cs = 1.0, ib = 1.0;
-    if (targets) { /* the bodies' hash: each box in every cell it covers, bodies ascending */
+    double cs = 1.0, ib = 1.0, grow = 0.0;
+    if (targets && !listed) { /* the bodies' hash: each grown box in every cell it covers */
         cs = 0.5 * extent / targets; /* half the mean box: a box covers a few cells */
         if (!(cs > 0.0) || !(cs < 1e300)) cs = 1.0;
+        grow = 0.25 * cs; /* the lists' slack, twice: one for the particle, one for the box */
         ib = 1.0 / cs;
         double total;
         for (;;) {
@@ -514,8 +583,8 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
             for (int b = 0; b < nb; b++) {
                 const double *box = aabb + 5L * b;
                 if (box[0] > box[2]) continue;
-                total += (double)(cell_of(box[2], ib) - cell_of(box[0], ib) + 1)
-                         * (double)(cell_of(box[3], ib) - cell_of(box[1], ib) + 1);
+                total += (double)(cell_of(box[2] + grow, ib) - cell_of(box[0] - grow, ib) + 1)
+                         * (double)(cell_of(box[3] + grow, ib) - cell_of(box[1] - grow, ib) + 1);
             }
             if (total <= (double)nentries) break;
             cs = 2.0 * cs;
@@ -527,8 +596,8 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
             for (int b = 0; b < nb; b++) {
                 const double *box = aabb + 5L * b;
                 if (box[0] > box[2]) continue;
-                for (long cx = cell_of(box[0], ib); cx <= cell_of(box[2], ib); cx++)
-                    for (long cy = cell_of(box[1], ib); cy <= cell_of(box[3], ib); cy++) {
+                for (long cx = cell_of(box[0] - grow, ib); cx <= cell_of(box[2] + grow, ib); cx++)
+                    for (long cy = cell_of(box[1] - grow, ib); cy <= cell_of(box[3] + grow, ib); cy++) {
                         int k = bucket_of(cx, cy, hb);
                         if (pass == 0) bucket_start[k + 1]++;
                         else bucket_body[bucket_start[k]++] = b;
@@ -555,24 +624,38 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
         }
         shift_back(cell_start, hp);
     }
-    for (int i = 0; i < n && targets; i++) /* each particle's bucket in the bodies' hash */
-        home[i] = (owner[i] == -1 && !particle_collisions)
-                      ? -1 : bucket_of(cell_of(snap[2L * i], ib), cell_of(snap[2L * i + 1], ib), hb);
     int contacts = 0;
     for (int it = 0; it < iterations; it++) {
-        for (int i = 0; i < n && targets; i++) {
-            int k = home[i], last = -1, own = owner[i];
-            if (k < 0) continue;
-            double x = snap[2L * i], y = snap[2L * i + 1];
-            for (int e = bucket_start[k]; e < bucket_start[k + 1]; e++) {
-                int b = bucket_body[e];
-                if (b == last) continue; /* a body's cells may share a bucket */
-                last = b;
-                if (b == own && !(body_flags[b] & PS_SELF)) continue;
-                const double *box = aabb + 5L * b;
-                if ((x < box[0]) | (x > box[2]) | (y < box[1]) | (y > box[3])) continue;
-                contacts += edge_contact(&s, i, b, box[4]);
+        for (int i0 = 0; i0 < n && targets;) {
+            int i1 = n;
+            if (!listed) {
+                i1 = list_candidates(&s, i0, n, particle_collisions, snap, aabb, grow, bucket_start,
+                                     bucket_body, hb, ib, fat_first, fat_count, fat_body, npairs);
+                if (i0 == 0 && i1 == n) { /* all listed: kept until something moves too far */
+                    listed = 1;
+                    memcpy(fat_pos, snap, sizeof(double) * 2 * (size_t)n);
+                    fat_state[0] = 1.0;
+                    fat_state[1] = sig_hi;
+                    fat_state[2] = sig_lo;
+                    fat_state[3] = (double)n;
+                    fat_state[4] = (double)nb;
+                    fat_state[5] = margin;
+                    fat_state[6] = 0.5 * grow;
+                    fat_state[7] = (double)particle_collisions;
+                } else {
+                    fat_state[0] = 0.0;
+                }
             }
+            for (int i = i0; i < i1; i++) { /* each listed body whose own box holds i */
+                double x = snap[2L * i], y = snap[2L * i + 1];
+                const int32_t *list = fat_body + fat_first[i];
+                for (int q = 0; q < fat_count[i]; q++) {
+                    const double *box = aabb + 5L * list[q];
+                    if ((x < box[0]) | (x > box[2]) | (y < box[1]) | (y > box[3])) continue;
+                    contacts += edge_contact(&s, i, list[q], box[4]);
+                }
+            }
+            i0 = i1;
         }
         for (int i = 0; i < n && ngrid >= 2; i++) {
             if (!grid_particle(&s, i, particle_collisions)) continue;

@@ -22,6 +22,7 @@ from pysoft.features.bodies import MAX_BODIES, MAX_MEMBERS
 
 MAX_BUCKETS = 1 << 22  # spatial hash buckets (the kernel uses what the scene needs)
 MAX_ENTRIES = 1 << 24  # body boxes entered in the hash, summed over their cells
+MAX_PAIRS = 1 << 24  # the candidate lists' (particle, body) pairs (more are listed in turns)
 
 
 def _check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
@@ -36,8 +37,9 @@ def _check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
     owner = arrays["owner"][:n]
     if ((owner < -2) | (owner >= nb)).any():
         raise ValueError("body_contacts: owner must be a body row, -1 (none) or -2 (several)")
-    if sizes["dim"] != 2 or sizes["nbuckets"] < 1 or sizes["nentries"] < 4 * nb:
-        raise ValueError("body_contacts: 2D only, with a hash of >= 1 bucket and >= 4 entries a body")
+    if sizes["dim"] != 2 or sizes["nbuckets"] < 1 or sizes["nentries"] < 4 * nb or sizes["npairs"] < nb:
+        raise ValueError("body_contacts: 2D only, with a hash of >= 1 bucket and >= 4 entries a body,"
+                         " and room for >= 1 pair a body")
 
 
 _P, _S, _B = ("n", "dim"), ("n",), ("b",)
@@ -48,19 +50,20 @@ register(Kernel(
      Arg("contact_normal", _P), Arg("contact_impulse", _S),
      Arg("snap", _P), Arg("aabb", ("b", 5)), Arg("bucket_start", ("nbuckets+1",), _I),
      Arg("bucket_body", ("nentries",), _I), Arg("cell_start", ("nbuckets+1",), _I),
-     Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("home", _S, _I),
-     Arg("edge", ("e", 4)), Arg("prev_pos", _P), Arg("support", _P), Arg("radius", _S),
-     Arg("inv_mass", _S), Arg("owner", _S, _I),
+     Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
+     Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
+     Arg("fat_body", ("npairs",), _I), Arg("fat_state", (8,)), Arg("prev_pos", _P),
+     Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
      Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
      Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
      Arg("outline_count", _B, _I), Arg("member", ("f",), _I), Arg("member_start", _B, _I),
      Arg("member_count", _B, _I), Arg("body_flags", _B, _I), Arg("body_category", _B, _I),
      Arg("body_mask", _B, _I), Arg("body_friction", _B), Arg("body_restitution", _B)),
-    ("n", "b", "nbuckets", "nentries", "dim"),
+    ("n", "b", "nbuckets", "nentries", "npairs", "dim"),
     ("iterations", "particle_collisions", "h", "rest_speed"),
     ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse"),
     scratch=("snap", "aabb", "bucket_start", "bucket_body", "cell_start", "cell_particle", "near",
-             "home", "edge"),
+             "edge", "fat_pos", "fat_first", "fat_count", "fat_body", "fat_state"),
     check=_check))
 
 
@@ -78,7 +81,8 @@ class BodyContacts(NamedTuple):
 
 
 class _ContactTerm:
-    def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table) -> None:
+    def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table,
+                 pairs: Table, state: Table) -> None:
         self.ctx = ctx
         self.P, self.B = ctx.store.particles, ctx.store.bodies
         a, b = self.P.arrays, self.B.arrays
@@ -89,7 +93,9 @@ class _ContactTerm:
             contact_impulse=a["touch_impulse"], snap=a["snap"], aabb=work.arrays["aabb"],
             bucket_start=buckets.arrays["bucket_start"], bucket_body=entries.arrays["body"],
             cell_start=buckets.arrays["cell_start"], cell_particle=a["cell_particle"],
-            near=a["near"], home=a["home"], edge=edges.arrays["edge"], prev_pos=a["prev_pos"],
+            near=a["near"], edge=edges.arrays["edge"], fat_pos=a["fat_pos"], fat_first=a["fat_first"],
+            fat_count=a["fat_count"], fat_body=pairs.arrays["body"], fat_state=state.arrays["state"][0],
+            prev_pos=a["prev_pos"],
             support=a["support"], radius=a["radius"], inv_mass=a["inv_mass"],
             owner=a["owner"], category=a["category"], mask=a["mask"], friction=a["friction"],
             restitution=a["restitution"], rest_pos=a["rest_pos"], outline=outlines.arrays["rows"],
@@ -97,10 +103,10 @@ class _ContactTerm:
             member=members.arrays["rows"], member_start=b["member_start"],
             member_count=b["member_count"], body_flags=b["flags"], body_category=b["category"],
             body_mask=b["mask"], body_friction=b["friction"], body_restitution=b["restitution"])
-        self.buckets, self.entries = buckets.capacity - 1, entries.capacity
+        self.buckets, self.entries, self.pairs = buckets.capacity - 1, entries.capacity, pairs.capacity
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        return self.P.n, self.B.n, self.buckets, self.entries, self.ctx.dim
+    def counts(self) -> tuple[int, int, int, int, int, int]:
+        return self.P.n, self.B.n, self.buckets, self.entries, self.pairs, self.ctx.dim
 
     def run(self, h: float) -> None:
         P, s = self.P, self.ctx.settings
@@ -122,7 +128,7 @@ class BodyCollisions(Feature):
                 "touch_impulse": Field((), np.float64),
                 # the body-contact report (touch_*) and the kernel's workspace, one row per particle
                 "snap": vec, "cell_particle": Field((), np.int32), "near": Field((), np.int32),
-                "home": Field((), np.int32)}
+                "fat_pos": vec, "fat_first": Field((), np.int32), "fat_count": Field((), np.int32)}
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -137,7 +143,10 @@ class BodyCollisions(Feature):
         entries = Table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
         # each outline edge at the substep's start, one row per outline row
         edges = Table("body_contact_edges", {"edge": Field((4,), np.float64)}, MAX_MEMBERS)
-        self.term = _ContactTerm(ctx, work, buckets, entries, edges)
+        # the candidate lists, kept from substep to substep while nothing moves far (see contacts.c)
+        pairs = Table("body_contact_pairs", {"body": Field((), np.int32)}, MAX_PAIRS)
+        state = Table("body_contact_lists", {"state": Field((8,), np.float64)}, 1)
+        self.term = _ContactTerm(ctx, work, buckets, entries, edges, pairs, state)
         ctx.pipeline.collide.append(self.term)
 
     def after_frame(self) -> None:

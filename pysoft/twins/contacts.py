@@ -364,13 +364,13 @@ def _pair_candidates(s: _Scene, snap: list[list[float]], n: int,
 def body_contacts(
     pos: F64, vel: F64, contact_body: I32, contact_point: F64, contact_normal: F64,
     contact_impulse: F64, snap: F64, aabb: F64, bucket_start: I32, bucket_body: I32,
-    cell_start: I32, cell_particle: I32, near: I32, home: I32, edge: F64, prev_pos: F64,
-    support: F64, radius: F64, inv_mass: F64, owner: I32, category: I32, mask: I32, friction: F64,
-    restitution: F64, rest_pos: F64,
-    outline: I32, outline_start: I32, outline_count: I32, member: I32, member_start: I32,
-    member_count: I32, body_flags: I32, body_category: I32, body_mask: I32, body_friction: F64,
-    body_restitution: F64, n: int, nb: int, nbuckets: int, nentries: int, dim: int,
-    iterations: int, particle_collisions: int, h: float, rest_speed: float,
+    cell_start: I32, cell_particle: I32, near: I32, edge: F64, fat_pos: F64, fat_first: I32,
+    fat_count: I32, fat_body: I32, fat_state: F64, prev_pos: F64, support: F64, radius: F64,
+    inv_mass: F64, owner: I32, category: I32, mask: I32, friction: F64, restitution: F64,
+    rest_pos: F64, outline: I32, outline_start: I32, outline_count: I32, member: I32,
+    member_start: I32, member_count: I32, body_flags: I32, body_category: I32, body_mask: I32,
+    body_friction: F64, body_restitution: F64, n: int, nb: int, nbuckets: int, nentries: int,
+    npairs: int, dim: int, iterations: int, particle_collisions: int, h: float, rest_speed: float,
 ) -> int:
     """Particles against other bodies' outlines (and their own, with self-collision), then
     particle pairs; ``iterations`` times, each contact resolved at once (Gauss-Seidel)."""

@@ -1,0 +1,121 @@
+"""The body-contact kernel's candidate lists (csrc/src/contacts.c).
+
+The C kernel lists, for each particle, the bodies whose box grown by a slack
+holds it, and keeps the lists from call to call while no particle has moved
+farther than the slack and the layout (owners, outlines, flags, radii) is the
+same. The lists only save time: here the C kernel, called again and again on
+one set of workspace arrays, is held bit for bit to its twin (which lists
+nothing) through small moves (lists kept), a large move and a teleport (lists
+made again), changed flags and outlines with the same counts, and lists too
+long for their room (made in turns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from samplers import SAMPLERS, arrays_of, scalars_of
+
+import pysoft  # noqa: F401  (registers the kernels)
+from pysoft import _kernels
+from pysoft._kernels import REGISTRY
+
+KERNEL = REGISTRY["body_contacts"]
+STATE = ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse")
+
+
+def _sample(n: int = 400, seed: int = 3) -> dict[str, Any]:
+    args = SAMPLERS["body_contacts"](np.random.default_rng(seed), n, 2)
+    args["fat_body"] = np.zeros(n * len(args["body_flags"]), dtype=np.int32)  # room for every pair
+    return args
+
+
+class _Twins:
+    """One C workspace kept across calls; every call also run by the twin on copies."""
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.args = args
+        self.work = {k: args[k].copy() for k in KERNEL.scratch}
+
+    def call(self) -> None:
+        c = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.args.items()}
+        c.update(self.work)  # the C kernel's lists live on in its workspace
+        py = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.args.items()}
+        out_c = _kernels.call("body_contacts", "c", *scalars_of("body_contacts", c),
+                              **arrays_of("body_contacts", c))
+        out_py = _kernels.call("body_contacts", "python", *scalars_of("body_contacts", py),
+                               **arrays_of("body_contacts", py))
+        assert out_c == out_py
+        assert out_c > 0  # the case has contacts to get right
+        for name in STATE:
+            assert c[name].tobytes() == py[name].tobytes(), name
+
+    @property
+    def listed_at(self) -> np.ndarray:
+        return self.work["fat_pos"].copy()
+
+
+def test_lists_are_kept_through_small_moves_and_made_again_after_large_ones() -> None:
+    args = _sample()
+    t = _Twins(args)
+    t.call()
+    made = t.listed_at
+    assert t.work["fat_state"][0] == 1.0
+    rng = np.random.default_rng(5)
+    for _ in range(3):  # a few mm: the lists are kept (and the results still equal)
+        args["pos"] = args["pos"] + rng.normal(0.0, 0.002, args["pos"].shape)
+        t.call()
+        assert np.array_equal(t.listed_at, made)
+    args["pos"] = args["pos"] + rng.normal(0.0, 0.3, args["pos"].shape)  # most move far
+    t.call()
+    assert not np.array_equal(t.listed_at, made)
+    made = t.listed_at
+    args["pos"] = args["pos"].copy()
+    args["pos"][0] += (5.0, -3.0)  # one particle teleported
+    t.call()
+    assert not np.array_equal(t.listed_at, made)
+
+
+def test_lists_are_made_again_when_the_layout_changes_with_the_same_counts() -> None:
+    args = _sample()
+    t = _Twins(args)
+    t.call()
+
+    def changed(change: str, value: np.ndarray) -> None:
+        made = t.listed_at
+        args["pos"] = args["pos"] + 1e-4  # kept lists keep their positions; new ones take these
+        args[change] = value
+        t.call()
+        assert not np.array_equal(t.listed_at, made), f"lists kept after {change} changed"
+
+    flags = args["body_flags"].copy()
+    flags[flags == 1] = 3  # closed bodies now self-colliding: their own particles are candidates
+    changed("body_flags", flags)
+    flags = flags.copy()
+    flags[flags & 1 == 0] |= 1  # open bodies closed: new targets
+    changed("body_flags", flags)
+    counts, start = args["outline_count"], args["outline_start"]
+    same = [b for b in range(len(counts)) if counts[b] == counts[0]]
+    assert len(same) >= 2
+    outline, a, b = args["outline"].copy(), same[0], same[1]
+    ra = outline[start[a]: start[a] + counts[a]].copy()
+    outline[start[a]: start[a] + counts[a]] = outline[start[b]: start[b] + counts[b]]
+    outline[start[b]: start[b] + counts[b]] = ra
+    changed("outline", outline)  # two bodies trade outlines
+    owner = args["owner"].copy()
+    owner[owner == -1] = 0  # free particles join body 0
+    changed("owner", owner)
+    changed("radius", args["radius"] * 1.5)  # larger radii: larger boxes
+    changed("particle_collisions", 0)
+
+
+def test_lists_too_long_for_their_room_are_made_in_turns() -> None:
+    args = _sample()
+    nb = len(args["body_flags"])
+    args["fat_body"] = np.zeros(nb, dtype=np.int32)  # room for one body's worth of pairs
+    t = _Twins(args)
+    for _ in range(3):
+        t.call()
+        assert t.work["fat_state"][0] == 0.0  # never all listed at once: made again each call
+        args["pos"] = args["pos"] + 0.001
