@@ -53,14 +53,15 @@
  * start, grown by twice the largest radius; kept with its outline's largest
  * radius, so a particle outside a body with no radius on either side is let
  * go before the edge search) is the body's box. To list the candidates, the
- * boxes grown by twice a slack (a quarter of the cell) are entered in a
- * spatial hash of square cells (side: half the boxes' mean extent, doubled
- * until the entries fit `nentries`), and each particle records the bodies
+ * boxes grown by a quarter of a cell on each side are entered in a spatial
+ * hash of square cells (side: half the boxes' mean extent, doubled until the
+ * entries fit `nentries`), and each particle records the bodies
  * whose grown box holds it (fat_first, fat_count into fat_body, bodies
  * ascending). Each pass then tests each listed body's own box. The lists are
- * kept while no particle is farther than the slack from where they were made
- * (fat_pos) -- a box then moves by at most the slack too, so every body whose
- * box holds a particle is on its list -- and the layout is the same (the
+ * kept while no particle is farther than a slack of 0.45 times that growth
+ * from where they were made (fat_pos) -- a box then moves by at most the
+ * slack too, so every body whose box holds a particle is on its list, with a
+ * tenth of the growth to spare for rounding -- and the layout is the same (the
  * counts, the largest radius, particle_collisions, and a 64-bit signature of
  * the owners, flags and outlines); otherwise they are made again, in turns
  * if the pairs outgrow `npairs`. Particle pairs use a second hash of the
@@ -575,7 +576,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
     if (targets && !listed) { /* the bodies' hash: each grown box in every cell it covers */
         cs = 0.5 * extent / targets; /* half the mean box: a box covers a few cells */
         if (!(cs > 0.0) || !(cs < 1e300)) cs = 1.0;
-        grow = 0.25 * cs; /* the lists' slack, twice: one for the particle, one for the box */
+        grow = 0.25 * cs; /* over twice the lists' slack (one for the particle, one for the box) */
         ib = 1.0 / cs;
         double total;
         for (;;) {
@@ -640,7 +641,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                     fat_state[3] = (double)n;
                     fat_state[4] = (double)nb;
                     fat_state[5] = margin;
-                    fat_state[6] = 0.5 * grow;
+                    fat_state[6] = 0.45 * grow; /* a tenth to spare for rounding */
                     fat_state[7] = (double)particle_collisions;
                 } else {
                     fat_state[0] = 0.0;
