@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -351,23 +351,26 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
 
 
 def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
-            mass: float = 1.0, segment: float | None = None, stiffness: float | None = None,
-            damping: float | None = None, amount: float | None = None,
+            mass: float = 1.0, segment: float | None = None, spacing: float | None = None,
+            stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
             match_stiffness: float = 2000.0, match_damping: float = 20.0,
             wobble_damping: float = 8.0, compliance: float = 1e-5, area_compliance: float = 0.0,
             particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         friction: float = 0.5, restitution: float = 0.0) -> int:
-    """Any simple polygon outline (counter-clockwise or not), triangulated with mapbox-earcut.
+    """Any simple polygon outline (counter-clockwise or not), filled with a mesh.
 
-    Edges longer than ``segment`` (m) are subdivided first. The triangulation's
-    edges become springs (``"springs"``) or distance constraints (``"xpbd"``,
-    which also keeps every triangle's area); ``"pressure"`` and
-    ``"shape_matching"`` work as for the other builders.
+    Edges longer than ``segment`` (m) are subdivided first. Inside, particles on a
+    triangular lattice ``spacing`` apart (default: the outline's mean edge length;
+    none nearer the outline than half that) are joined to the outline by a
+    constrained Delaunay triangulation (pythoncdt), so the triangles are well shaped
+    and tile the outline exactly. The triangles' edges and the outline's become
+    springs (``"springs"``) or distance constraints (``"xpbd"``, which also keeps
+    every triangle's area); ``"pressure"`` alone is the outline (a gas bag),
+    and ``"shape_matching"`` works as for the other builders. Mass is shared
+    equally by the particles.
     """
     body = _body(category, mask, self_collision, friction, restitution)
-    import mapbox_earcut
-
     models = _models(model)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
@@ -384,22 +387,68 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         v = v[::-1].copy()
     if _self_intersects(v):
         raise ValueError("vertices must form a simple polygon (its edges cross)")
-    tri = np.asarray(mapbox_earcut.triangulate_float64(v, np.array([len(v)], dtype=np.uint32)),
-                     dtype=np.int64).reshape(-1, 3)
-    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
-    cross = (b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]  # twice the signed area
-    tri[cross < 0.0] = tri[cross < 0.0][:, ::-1]
-    tri = tri[np.abs(cross) > 1e-6 * np.abs(cross).max()]  # slivers between collinear subdivision points
-    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+    ring = np.arange(len(v))
+    outline_edges = np.stack([ring, np.roll(ring, -1)], axis=1)
+    if spacing is None:
+        spacing = float(np.linalg.norm(v - np.roll(v, -1, axis=0), axis=1).mean())
+    inner = np.zeros((0, 2)) if models == {"pressure"} else _lattice(v, validate.positive("spacing", spacing))
+    pos = np.concatenate([v, inner])
+    tri = _triangulate(pos, outline_edges)
+    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]], outline_edges]), axis=1)
     edges = np.unique(edges, axis=0)
-    m = validate.positive("mass", mass) / len(v)
+    m = validate.positive("mass", mass) / len(pos)
     k, d = _spring_defaults(m, stiffness, damping)
-    entities = np.asarray(world.add_particles(v, masses=m, radii=particle_radius), dtype=np.int64)
+    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
     if amount is None:
         amount = 4.0 * mass * 9.81 * float(np.ptp(v[:, 1]))
-    return _finish(world, entities, np.arange(len(v)), edges, models, k, d, amount,
+    return _finish(world, entities, ring, edges, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance,
                    body)
+
+
+def _inside(v: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Which of ``pts`` lie inside the closed outline ``v`` (crossing number)."""
+    a, b = v[None, :, :], np.roll(v, -1, axis=0)[None, :, :]
+    x, y = pts[:, None, 0], pts[:, None, 1]
+    straddle = (a[..., 1] > y) != (b[..., 1] > y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross_x = a[..., 0] + (y - a[..., 1]) * (b[..., 0] - a[..., 0]) / (b[..., 1] - a[..., 1])
+    out: np.ndarray = ((straddle & (x < cross_x)).sum(axis=1) % 2) == 1
+    return out
+
+
+def _lattice(v: np.ndarray, spacing: float) -> np.ndarray:
+    """Points of a triangular lattice ``spacing`` apart inside the outline ``v``, none nearer
+    it than half the spacing."""
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    dy = spacing * math.sqrt(3.0) / 2.0
+    rows = np.arange(lo[1] + dy / 2, hi[1], dy)
+    pts = np.array([(x + (spacing / 2 if k % 2 else 0.0), y) for k, y in enumerate(rows)
+                    for x in np.arange(lo[0] + spacing / 2, hi[0], spacing)]).reshape(-1, 2)
+    if not len(pts):
+        return pts
+    pts = pts[_inside(v, pts)]
+    a, b = v[None, :, :], np.roll(v, -1, axis=0)[None, :, :]
+    e = b - a
+    t = np.clip((((pts[:, None, :] - a) * e).sum(axis=2)) / (e * e).sum(axis=2), 0.0, 1.0)
+    near = np.linalg.norm(pts[:, None, :] - (a + t[..., None] * e), axis=2).min(axis=1)
+    kept: np.ndarray = pts[near >= spacing / 2]
+    return kept
+
+
+def _triangulate(pos: np.ndarray, outline_edges: np.ndarray) -> np.ndarray:
+    """Counter-clockwise triangles of the constrained Delaunay triangulation of ``pos`` with
+    the outline's edges kept, inside the outline only."""
+    import pythoncdt as cdt
+
+    t = cdt.Triangulation(cdt.VertexInsertionOrder.AS_PROVIDED, cdt.IntersectingConstraintEdges.NOT_ALLOWED,
+                          0.0)
+    # NumPy arrays are buffers; numpy's type stubs do not say so, hence the casts
+    t.insert_vertices(cast(Any, np.ascontiguousarray(pos, dtype=np.float64)))
+    t.insert_edges(cast(Any, np.ascontiguousarray(outline_edges, dtype=np.uintc)))
+    t.erase_outer_triangles_and_holes()
+    tri: np.ndarray = np.asarray(t.triangles_array()["vertices"], dtype=np.int64)
+    return tri
 
 
 def _subdivide(v: np.ndarray, segment: float) -> np.ndarray:
