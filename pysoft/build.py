@@ -35,6 +35,8 @@ from pysoft.world import World
 
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
+MAX_MESH_POINTS = 100_000  # interior particles build.polygon will make
+MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares every pair of edges)
 
 
 def grid_pairs(nx: int, ny: int) -> np.ndarray:
@@ -379,7 +381,14 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     if len(v) < 3:
         raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
     if segment is not None:
-        v = _subdivide(v, validate.positive("segment", segment))
+        step = validate.positive("segment", segment)
+        pieces = np.ceil(np.linalg.norm(np.roll(v, -1, axis=0) - v, axis=1) / step).sum()
+        if not pieces <= MAX_OUTLINE_POINTS:
+            raise ValueError(f"segment {step:g} m would give the outline {pieces:.3g} points "
+                             f"(at most {MAX_OUTLINE_POINTS:,}): choose a longer segment")
+        v = _subdivide(v, step)
+    if len(v) > MAX_OUTLINE_POINTS:
+        raise ValueError(f"vertices must be at most {MAX_OUTLINE_POINTS:,} points, got {len(v)}")
     area = signed_area(v)
     if not abs(area) > 0.0:
         raise ValueError("vertices enclose no area")
@@ -417,23 +426,32 @@ def _inside(v: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _clear_of(v: np.ndarray, pts: np.ndarray, distance: float) -> np.ndarray:
+    """Which of ``pts`` are at least ``distance`` from every edge of the outline ``v``."""
+    a, e = v[None, :, :], (np.roll(v, -1, axis=0) - v)[None, :, :]
+    t = np.clip((((pts[:, None, :] - a) * e).sum(axis=2)) / (e * e).sum(axis=2), 0.0, 1.0)
+    out: np.ndarray = np.linalg.norm(pts[:, None, :] - (a + t[..., None] * e), axis=2).min(axis=1) >= distance
+    return out
+
+
 def _lattice(v: np.ndarray, spacing: float) -> np.ndarray:
     """Points of a triangular lattice ``spacing`` apart inside the outline ``v``, none nearer
-    it than half the spacing."""
+    it than half the spacing (tested a block of points at a time)."""
     lo, hi = v.min(axis=0), v.max(axis=0)
     dy = spacing * math.sqrt(3.0) / 2.0
+    estimate = abs(signed_area(v)) / (spacing * dy)
+    if estimate > MAX_MESH_POINTS:
+        raise ValueError(f"spacing {spacing:g} m would fill the polygon with about {estimate:.3g} "
+                         f"particles (at most {MAX_MESH_POINTS:,}): choose a larger spacing")
     rows = np.arange(lo[1] + dy / 2, hi[1], dy)
-    pts = np.array([(x + (spacing / 2 if k % 2 else 0.0), y) for k, y in enumerate(rows)
-                    for x in np.arange(lo[0] + spacing / 2, hi[0], spacing)]).reshape(-1, 2)
-    if not len(pts):
-        return pts
-    pts = pts[_inside(v, pts)]
-    a, b = v[None, :, :], np.roll(v, -1, axis=0)[None, :, :]
-    e = b - a
-    t = np.clip((((pts[:, None, :] - a) * e).sum(axis=2)) / (e * e).sum(axis=2), 0.0, 1.0)
-    near = np.linalg.norm(pts[:, None, :] - (a + t[..., None] * e), axis=2).min(axis=1)
-    kept: np.ndarray = pts[near >= spacing / 2]
-    return kept
+    xs = np.arange(lo[0] + spacing / 2, hi[0], spacing)
+    gx, gy = np.meshgrid(xs, rows)
+    gx = gx + np.where(np.arange(len(rows)) % 2 == 1, spacing / 2, 0.0)[:, None]
+    pts = np.stack([gx.ravel(), gy.ravel()], axis=1)
+    block = max(1, 1_000_000 // len(v))
+    keep = [p[_clear_of(v, p, spacing / 2)] for p in
+            (q[_inside(v, q)] for q in (pts[i : i + block] for i in range(0, len(pts), block)))]
+    return np.concatenate([np.zeros((0, 2)), *keep])
 
 
 def _triangulate(pos: np.ndarray, outline_edges: np.ndarray) -> np.ndarray:
