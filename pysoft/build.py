@@ -185,11 +185,19 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            segments: int = 16, model: str | Sequence[str] = "springs", mass: float = 1.0,
            stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
            match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-           compliance: float = 1e-5, particle_radius: float = 0.0,
+           compliance: float = 1e-5, particle_radius: float = 0.0, rings: int = 0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
-    steps and to the opposite one."""
+    steps and to the opposite one.
+
+    With ``rings`` = N >= 1 it is a filled disc instead: a centre particle and N
+    concentric rings of ``segments`` particles (radii radius k / N), joined by springs
+    along each ring, along each radius and criss-cross in every cell between two
+    rings, and from the centre to the first ring (seed 002's circle); ``"xpbd"`` also
+    keeps the area of every triangle (each cell's two, and the centre's fan). The
+    outermost ring is the outline; the mass is shared equally.
+    """
     body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
@@ -197,18 +205,39 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            particle_radius=particle_radius)
     if validate.integer("segments", segments, 3) < 4:
         raise ValueError(f"segments must be >= 4 for a circle, got {segments}")
+    n_rings = validate.integer("rings", rings, 0)
     pos, m = _ring(center, radius, segments, mass)
-    r = float(radius)
-    k, d = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, pos, m, particle_radius)
-    n = len(entities)
+    r, n = float(radius), len(pos)
     i = np.arange(n)
-    pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
-                            np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
+    triangles = None
     if amount is None:
         amount = 4.0 * mass * 9.81 * 2 * r
-    return _finish(world, entities, i, pairs, models, k, d, amount, (match_stiffness, match_damping),
-                   wobble_damping, compliance=compliance, body=body)
+    if n_rings == 0 or models == {"pressure"}:  # a ring (a gas bag is its outline alone)
+        pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
+                                np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
+        outline = i
+    else:
+        c = validate.vector("center", center, 2)
+        unit = (pos - c) / r
+        pos = np.concatenate([c[None]] + [c + unit * r * k / n_rings for k in range(1, n_rings + 1)])
+        m = validate.positive("mass", mass) / len(pos)
+        ring = [1 + k * n + i for k in range(n_rings)]  # particle indices of ring k (0: innermost)
+        nxt = (i + 1) % n
+        pairs_list = [np.stack([np.zeros(n, dtype=np.int64), ring[0]], 1)]  # centre spokes
+        tris = [np.stack([np.zeros(n, dtype=np.int64), ring[0], ring[0][nxt]], 1)]  # centre fan
+        for k in range(n_rings):
+            pairs_list.append(np.stack([ring[k], ring[k][nxt]], 1))  # along the ring
+            if k + 1 < n_rings:
+                a, b, cc, d = ring[k], ring[k][nxt], ring[k + 1][nxt], ring[k + 1]  # a cell: a d cc b CCW
+                pairs_list += [np.stack([a, d], 1), np.stack([a, cc], 1), np.stack([b, d], 1)]
+                tris += [np.stack([a, d, cc], 1), np.stack([a, cc, b], 1)]
+        pairs, triangles = np.concatenate(pairs_list), np.concatenate(tris)
+        outline = ring[-1]
+    k_, d_ = _spring_defaults(m, stiffness, damping)
+    entities = _add(world, pos, m, particle_radius)
+    return _finish(world, entities, outline, pairs, models, k_, d_, amount,
+                   (match_stiffness, match_damping), wobble_damping, triangles, compliance=compliance,
+                   body=body)
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,

@@ -363,6 +363,40 @@ def test_polygon_of_springs_holds_its_area(sides: int) -> None:
     assert 0.9 < _signed_area(w.positions[outline]) / built < 1.1
 
 
+def test_circle_with_rings_is_a_filled_disc() -> None:
+    """build.circle(rings=3, segments=12, model="xpbd"): a centre particle and three rings
+    of 12 at radii R/3, 2R/3, R (1 + 36 particles); the outline is the outer ring,
+    counter-clockwise; links: 12 spokes, 36 along the rings, 3 per cell between rings
+    (24 cells) = 120; triangles: the centre's fan (12) and two per cell (48), all
+    counter-clockwise, tiling the outer ring's polygon (areas sum to its shoelace area)."""
+    w = pysoft.World()
+    b = build.circle(w, center=(1.0, 2.0), radius=0.6, segments=12, rings=3, model="xpbd")
+    pos = w.positions
+    assert len(pos) == 37
+    radii = np.sort(np.round(np.linalg.norm(pos - (1.0, 2.0), axis=1), 12))
+    assert radii[0] == 0.0 and np.allclose(np.unique(radii)[1:], [0.2, 0.4, 0.6])
+    outline = w.positions[_rows(w, w.body(b).outline)]
+    assert np.allclose(np.linalg.norm(outline - (1.0, 2.0), axis=1), 0.6)
+    assert _signed_area(outline) > 0.0
+    assert w.store.distances.n == 120
+    rest = w.store.volumes.view("rest_volume")
+    assert len(rest) == 60 and (rest > 0).all()
+    assert rest.sum() == pytest.approx(_signed_area(outline))
+
+
+@pytest.mark.parametrize("rings", [0, 3])
+def test_circle_with_rings_holds_its_area(rings: int) -> None:
+    """A 0.5 m circle ("springs+shape_matching"), as a ring or with 3 rings inside, dropped
+    1 m onto the floor: after 3 s its outline's area is within 10 % of the built area."""
+    w = _floor_world("c")
+    b = build.circle(w, center=(0.0, 1.5), radius=0.5, rings=rings, model="springs+shape_matching")
+    outline = _rows(w, w.body(b).outline)
+    built = _signed_area(w.positions[outline])
+    for _ in range(180):
+        w.step()
+    assert 0.9 < _signed_area(w.positions[outline]) / built < 1.1
+
+
 # 5. Spring strain ------------------------------------------------------------------------
 
 
@@ -491,6 +525,7 @@ BAD_BUILDS = [
     ("box", {"model": "foo"}, "model"),
     ("box", {"model": ""}, "model"),
     ("circle", {"segments": 3}, "segments"),
+    ("circle", {"rings": -1}, "rings"),
     ("ball", {"segments": 4}, "segments"),
     ("ball", {"inflation": -0.1}, "inflation"),
     ("rope", {"segments": 0}, "segments"),
