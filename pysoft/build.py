@@ -17,7 +17,9 @@ XPBD bodies take ``compliance`` (m/N, default 1e-5: stiff) for their
 distance constraints and ``area_compliance`` (default 0: area kept) for
 their triangles. Every builder also takes the body's collision options,
 keyword-only, as ``World.add_body`` does: ``category``, ``mask``,
-``self_collision``, ``friction`` and ``restitution``.
+``self_collision``, ``friction`` and ``restitution``; and ``max_strain``
+(length / rest length, > 1): the body's springs tear beyond it, and a gas body
+whose outline tears loses its gas (a balloon pops).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from pysoft import _validate as validate
 from pysoft.features.bodies import Pressure, ShapeMatching
+from pysoft.features.springs import max_strain_rows
 from pysoft.shapes import signed_area
 from pysoft.world import World
 
@@ -84,6 +87,17 @@ def _body(category: int, mask: int, self_collision: bool, friction: float,
             "friction": friction, "restitution": restitution}
 
 
+def _tear(max_strain: float | None, models: set[str]) -> float | None:
+    """A builder's ``max_strain`` (> 1, or None: never tears), checked before anything is
+    added; only springs tear, so a body of none (an XPBD-only one) rejects it."""
+    if max_strain is None:
+        return None
+    value = float(max_strain_rows(max_strain, 1)[0])
+    if not {"springs", "pressure"} & models:  # (a gas bag's skin is springs)
+        raise ValueError(f"max_strain: only springs tear, and model {'+'.join(sorted(models))} has none")
+    return value
+
+
 def _cells(cells: Sequence[int]) -> tuple[int, int]:
     counts = validate.array("cells", cells, (2,), integral=True)
     nx, ny = (validate.integer("cells", int(n), 1) + 1 for n in counts)
@@ -100,13 +114,13 @@ def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.n
             models: set[str], k: float, c: float, amount: float | None, match: tuple[float, float],
             wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
             compliance: float = 1e-5, area_compliance: float = 0.0,
-            body: dict[str, Any] | None = None) -> int:
+            body: dict[str, Any] | None = None, max_strain: float | None = None) -> int:
     """The lattice as springs and/or XPBD constraints (outline edges at least, for a gas bag)
     and the body with its models."""
     if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
         pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
     if "springs" in models and len(pairs):
-        world.add_springs(entities[pairs], stiffness=k, damping=c)
+        world.add_springs(entities[pairs], stiffness=k, damping=c, max_strain=max_strain)
     if "xpbd" in models:
         if len(pairs):
             world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
@@ -129,6 +143,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
         compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A box of (cells + 1) particles per side with structural and diagonal springs (seed 002).
 
@@ -138,6 +153,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     """
     body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
+    tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
            area_compliance=area_compliance, radius=radius)
@@ -165,7 +181,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
     return _finish(world, entities, outline, pairs, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance,
-                   area_compliance, body)
+                   area_compliance, body, tear)
 
 
 def _ring(center: Sequence[float], radius: float, segments: int, mass: float) -> tuple[np.ndarray, float]:
@@ -187,6 +203,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
            compliance: float = 1e-5, particle_radius: float = 0.0, rings: int = 0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
     steps and to the opposite one.
@@ -200,6 +217,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     """
     body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
+    tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
            particle_radius=particle_radius)
@@ -237,7 +255,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, outline, pairs, models, k_, d_, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance=compliance,
-                   body=body)
+                   body=body, max_strain=tear)
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -245,6 +263,7 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
          damping: float | None = None, amount: float | None = None, inflation: float = 0.05,
          wobble_damping: float = 8.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A pressurised ring (seed 004): edge springs and gas inside.
 
@@ -255,6 +274,7 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     P l cos(pi/N) = 2 k (l - L0) sin(pi/N).
     """
     body = _body(category, mask, self_collision, friction, restitution)
+    tear = _tear(max_strain, {"pressure"})
     _check(stiffness=stiffness, damping=damping, amount=amount, wobble_damping=wobble_damping,
            particle_radius=particle_radius)
     if validate.integer("segments", segments, 3) < 6:
@@ -274,16 +294,18 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
         amount = pressure * area
     entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
-                   (0.0, 0.0), wobble_damping, body=body)
+                   (0.0, 0.0), wobble_damping, body=body, max_strain=tear)
 
 
 def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4,
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A ring plus a centre particle, every pair joined by a spring (seed 003)."""
     body = _body(category, mask, self_collision, friction, restitution)
+    tear = _tear(max_strain, {"springs"})
     _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
     pos, _ = _ring(center, radius, segments, mass)
     m = float(mass) / (len(pos) + 1)
@@ -293,7 +315,8 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
     n = len(entities)
     a, b = np.triu_indices(n, 1)
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
-    world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1))
+    world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1),
+                      max_strain=tear)
     return world.add_body(entities[:-1].tolist(), particles=entities.tolist(), **body)
 
 
@@ -302,6 +325,7 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
          damping: float | None = None, bending: float = 0.0, pin: Sequence[str] = ("start",),
          model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A chain from ``start`` to ``end`` of springs (``model="springs"``) or XPBD distance
     constraints (``model="xpbd"``, ``compliance`` m/N, 0: inextensible); ``bending`` (N/m)
@@ -309,6 +333,7 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     body = _body(category, mask, self_collision, friction, restitution)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
+    tear = _tear(max_strain, {model} if bending == 0 else {model, "springs"})
     _check(stiffness=stiffness, damping=damping, bending=bending, compliance=compliance,
            particle_radius=particle_radius)
     a = validate.vector("start", start, 2)
@@ -329,10 +354,10 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     if model == "xpbd":
         world.add_distance_constraints(links, validate.nonnegative("compliance", compliance))
     else:
-        world.add_springs(links, stiffness=k, damping=d)
+        world.add_springs(links, stiffness=k, damping=d, max_strain=tear)
     if validate.nonnegative("bending", bending) > 0 and n > 2:
         j = np.arange(n - 2)
-        world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d)
+        world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d, max_strain=tear)
     return world.add_body(entities.tolist(), **body)
 
 
@@ -342,6 +367,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
           stiffness: float | None = None, damping: float | None = None,
           particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A net of (cells + 1)^2 particles with structural and shear links, hanging from pinned points.
 
@@ -352,6 +378,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     body = _body(category, mask, self_collision, friction, restitution)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
+    tear = _tear(max_strain, {model})
     _check(stiffness=stiffness, damping=damping, compliance=compliance, particle_radius=particle_radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
@@ -378,7 +405,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
                           dtype=np.int64)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
     return _finish(world, entities, outline, grid_pairs(nx, ny), {model}, k, d, None, (0.0, 0.0),
-                   compliance=compliance, body=body)
+                   compliance=compliance, body=body, max_strain=tear)
 
 
 def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
@@ -388,6 +415,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
             wobble_damping: float = 8.0, compliance: float = 1e-5, area_compliance: float = 0.0,
             particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+        max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """Any simple polygon outline (counter-clockwise or not), filled with a mesh.
 
@@ -403,6 +431,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     """
     body = _body(category, mask, self_collision, friction, restitution)
     models = _models(model)
+    tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
            area_compliance=area_compliance, particle_radius=particle_radius)
@@ -441,7 +470,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         amount = 4.0 * mass * 9.81 * float(np.ptp(v[:, 1]))
     return _finish(world, entities, ring, edges, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance,
-                   body)
+                   body, tear)
 
 
 def _inside(v: np.ndarray, pts: np.ndarray) -> np.ndarray:

@@ -510,6 +510,99 @@ def test_max_strain_must_exceed_one(backend: str, limit: float) -> None:
     assert w.store.springs.n == 0
 
 
+def test_max_strain_is_writable(backend: str) -> None:
+    """Spring.max_strain set after the spring was made: a spring made without a limit
+    under the hanging load (static strain 1.525) never breaks; given max_strain 1.5 it
+    breaks within 10 s (the next frames' tearing check sees it). Writing a value <= 1 or
+    NaN raises ValueError naming max_strain and leaves the old value."""
+    w, _, spring = _hanging(backend, 1.05 * TEAR_MASS)
+    s = w.spring(spring)
+    s.max_strain = math.inf
+    for _ in range(300):
+        w.step()
+    assert w.store.springs.n == 1 and w.spring_strain(spring) > 1.5
+    for bad in (1.0, math.nan):
+        with pytest.raises(ValueError, match="max_strain"):
+            s.max_strain = bad
+        assert s.max_strain == math.inf
+    s.max_strain = 1.5
+    w.step()
+    assert w.broken_springs == [spring] and w.store.springs.n == 0
+
+
+def test_a_balloon_pops() -> None:
+    """build.ball(max_strain=1.2) resting on the floor (edge strain 1.05), pumped to 4x its
+    gas: its edge springs stretch beyond 1.2 and tear, its pressure drops to 0 in the same
+    frame (the outline tore: the gas is gone), and 2 s later it lies flat (outline area
+    < 10 % of the resting area), with no NaN. A ball without max_strain pumped the same
+    way keeps its springs and more than its resting area."""
+    areas = {}
+    for limit in (1.2, None):
+        w = _floor_world("c")
+        b = build.ball(w, center=(0.0, 0.6), radius=0.5, max_strain=limit)
+        outline = _rows(w, w.body(b).outline)
+        for _ in range(60):
+            w.step()
+        resting = _signed_area(w.positions[outline])
+        assert w.spring_strain().max() < 1.2
+        w.body(b).pressure.amount *= 4.0
+        torn = []
+        for _ in range(120):
+            w.step()
+            torn += w.broken_springs
+            if w.broken_springs:
+                assert w.body(b).pressure.amount == 0.0
+        assert np.isfinite(w.positions).all()
+        areas[limit] = (_signed_area(w.positions[outline]) / resting, len(torn))
+    assert areas[1.2][1] > 0 and areas[1.2][0] < 0.1
+    assert areas[None][1] == 0 and areas[None][0] > 1.0
+
+
+def test_a_torn_inner_spring_keeps_the_gas() -> None:
+    """A springs+pressure circle: a criss-cross spring (two steps along the ring) that tears
+    leaves the pressure as it was; an outline edge spring that tears lets the gas out."""
+    w = _floor_world("c")
+    b = build.circle(w, center=(0.0, 2.0), radius=0.5, model="springs+pressure")
+    ring = w.body(b).outline
+    amount = w.body(b).pressure.amount
+    by_ends = {frozenset((w.spring(int(e)).a, w.spring(int(e)).b)): int(e)
+               for e in w.store.springs.view("entity")}
+    inner, edge = by_ends[frozenset((ring[0], ring[2]))], by_ends[frozenset((ring[5], ring[6]))]
+    w.spring(inner).max_strain = 1.0 + 1e-12  # tears at the first stretch
+    for _ in range(30):
+        w.step()
+        if inner not in [int(e) for e in w.store.springs.view("entity")]:
+            break
+    assert inner not in [int(e) for e in w.store.springs.view("entity")]
+    assert w.body(b).pressure.amount == amount
+    w.spring(edge).max_strain = 1.0 + 1e-12
+    for _ in range(30):
+        w.step()
+    assert edge not in [int(e) for e in w.store.springs.view("entity")]
+    assert w.body(b).pressure.amount == 0.0
+
+
+def test_builders_take_max_strain() -> None:
+    """Every builder that makes springs passes max_strain to them; an XPBD-only body has
+    no spring to tear and rejects it, as does a value <= 1, naming max_strain, before
+    anything is added."""
+    w = pysoft.World()
+    made = [build.box(w, max_strain=2.0), build.circle(w, max_strain=2.0), build.ball(w, max_strain=2.0),
+            build.blob(w, max_strain=2.0), build.rope(w, max_strain=2.0),
+            build.cloth(w, model="springs", max_strain=2.0),
+            build.polygon(w, [(0, 0), (1, 0), (0, 1)], max_strain=2.0)]
+    assert len(made) == 7
+    assert (w.store.springs.view("max_strain") == 2.0).all()
+    before = (w.store.particles.n, w.store.springs.n, w.store.bodies.n)
+    for call in (lambda: build.box(w, model="xpbd", max_strain=2.0),
+                 lambda: build.cloth(w, max_strain=2.0),
+                 lambda: build.rope(w, model="xpbd", max_strain=2.0),
+                 lambda: build.box(w, max_strain=1.0)):
+        with pytest.raises(ValueError, match="max_strain"):
+            call()
+    assert (w.store.particles.n, w.store.springs.n, w.store.bodies.n) == before
+
+
 # 7. Bad arguments leave the world unchanged -----------------------------------------------
 
 

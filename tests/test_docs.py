@@ -58,7 +58,7 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     top = max(pit.positions[pit.row(e), 1] for e in pit.body(namespace["stack"][-1]).particles)
     assert top > 1.4  # the stack of three 0.5 m boxes still stands
     builders = namespace["lab"]
-    assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 9
+    assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 10
     assert np.isfinite(builders.positions).all()
     assert builders.body(namespace["gas"]).pressure is not None
 

@@ -9,7 +9,7 @@ it to every feature in ``pysoft.features.FEATURES``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +30,9 @@ class Context:
     pipeline: Pipeline
     backend: str
     dim: int
+    # particle entity pairs whose link tore in the last frame (springs fills it first in
+    # after_frame; bodies reads it: a pressure body whose outline tore loses its gas)
+    torn: list[tuple[int, int]] = field(default_factory=list)
 
     def bind(self, name: str, **arrays: np.ndarray) -> Callable[..., Any]:
         """Kernel ``name`` bound to ``arrays`` once; call it with the live counts, then scalars."""

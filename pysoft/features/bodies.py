@@ -369,6 +369,20 @@ class Bodies(Feature):
         term.with_pressure += int(B.arrays["pressure_count"][row] > 0) - int(had[0])
         term.with_matching += int(B.arrays["match_count"][row] > 0) - int(had[1])
 
+    def after_frame(self) -> None:
+        """A pressure body whose outline tore between two neighbours (a spring that joined
+        them broke this frame) loses its gas: its amount drops to 0 (a balloon pops)."""
+        for a, b in self.ctx.torn:
+            for body in set(self.incidence.owners([a])) & set(self.incidence.owners([b])):
+                row = self.table.row_of[body]
+                if not self.table.arrays["pressure_count"][row]:
+                    continue
+                ring = self.outline.get(row, "particle").tolist()
+                if a in ring and b in ring:
+                    apart = (ring.index(a) - ring.index(b)) % len(ring)
+                    if apart in (1, len(ring) - 1):  # neighbours on the outline
+                        self.table.arrays["amount"][row] = 0.0
+
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         B, dim = self.table, self.ctx.dim
         return {"pressure": (int(B.view("pressure_count").sum()),

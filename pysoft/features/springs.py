@@ -9,7 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _validate
-from pysoft._ecs import Column
+from pysoft._ecs import Column, RowView
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field
 from pysoft.features._feature import Context, Feature, PerState
@@ -24,6 +24,24 @@ register(Kernel("springs", "springs",
                 ("m", "dim"), (), ("force",), index_args=(("pairs", "n"),)))
 
 
+def max_strain_rows(value: Any, m: int) -> np.ndarray:
+    """``max_strain`` for ``m`` springs: each > 1 (length / rest length at which it breaks) or inf."""
+    out = _validate.per_row("max_strain", value, m)
+    if np.isnan(out).any() or (out <= 1.0).any():
+        raise ValueError("max_strain must be > 1 (length / rest length at which a spring breaks)")
+    return out
+
+
+class _MaxStrain(Column):
+    """A spring's max_strain: writable, and counted (tearing is checked while any is finite)."""
+
+    writes = 0  # every write, in any world: a feature recounts its finite ones when this moves
+
+    def __set__(self, view: RowView, value: Any) -> None:
+        view.table.arrays[self.field][view.row] = max_strain_rows(value, 1)[0]
+        _MaxStrain.writes += 1
+
+
 class Spring(Pair):
     """A damped spring between two particle entities (Hooke + axial damper)."""
 
@@ -32,7 +50,8 @@ class Spring(Pair):
     rest_length = Column("rest_length", "Rest length (m).", _validate.nonnegative)
     stiffness = Column("stiffness", "Stiffness k (N/m).", _validate.nonnegative)
     damping = Column("damping", "Damping along the spring axis (N s/m).", _validate.nonnegative)
-    max_strain = Column("max_strain", "Length / rest length at which it breaks (inf: never).")
+    max_strain = _MaxStrain("max_strain", "Length / rest length at which it breaks (inf: never; "
+                                          "writable, > 1).")
 
 
 class _SpringTerm:
@@ -61,7 +80,7 @@ class Springs(Feature):
             "damping": Field((), np.float64), "max_strain": Field((), np.float64, np.inf),
         }, MAX_SPRINGS)
         self.table = self.links.table
-        self.tearable = 0  # springs with a finite max_strain: tearing is checked while > 0
+        self._tearable, self._counted = False, (-1, -1)  # any finite max_strain, as of (version, writes)
         self.broken_springs: list[int] = []
         self.term = _SpringTerm(ctx, self.links)
         ctx.pipeline.forces.append(self.term)
@@ -92,10 +111,7 @@ class Springs(Feature):
         rest = (self.links.lengths(rows) if rest_lengths is None
                 else _validate.nonnegative_rows("rest_lengths", rest_lengths, m))
         if max_strain is not None:
-            params["max_strain"] = _validate.per_row("max_strain", max_strain, m)
-            if np.isnan(params["max_strain"]).any() or (params["max_strain"] <= 1.0).any():
-                raise ValueError("max_strain must be > 1 (length / rest length at which a spring breaks)")
-            self.tearable += int(np.isfinite(params["max_strain"]).sum())
+            params["max_strain"] = max_strain_rows(max_strain, m)
         table = self.table
         entities = self.links.add("add_springs", lambda: Spring(table), ends, rows,
                                   rest_length=rest, **params)
@@ -116,9 +132,15 @@ class Springs(Feature):
             return np.where(S.view("rest_length") > 0.0, length / S.view("rest_length"), np.inf)
 
     def remove(self, entities: list[int]) -> None:
-        rows = self.table.rows(entities)
-        self.tearable -= int(np.isfinite(self.table.arrays["max_strain"][rows]).sum())
         self.links.remove(entities)
+
+    def _any_tearable(self) -> bool:
+        """Whether any spring has a finite max_strain (recounted after rows or writes change)."""
+        now = (self.table.version, _MaxStrain.writes)
+        if now != self._counted:
+            self._tearable = bool(np.isfinite(self.table.view("max_strain")).any())
+            self._counted = now
+        return self._tearable
 
     def links_of(self, particles: list[int]) -> list[int]:
         return self.links.links_of(particles)
@@ -127,12 +149,16 @@ class Springs(Feature):
         self.links.particles_moved(entities, rows)
 
     def after_frame(self) -> None:
-        """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``."""
+        """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``
+        and their particle pairs in the context's ``torn``."""
         self.broken_springs = []
-        if not self.tearable:
+        self.ctx.torn.clear()
+        if not self._any_tearable():
             return
         S = self.table
         broken = np.flatnonzero(self.spring_strain() > S.view("max_strain"))
         if len(broken):
             self.broken_springs = [int(e) for e in S.view("entity")[broken]]
+            ends = self.ctx.store.particles.view("entity")[S.view("pairs")[broken]]
+            self.ctx.torn.extend((int(a), int(b)) for a, b in ends)
             self.remove(self.broken_springs)
