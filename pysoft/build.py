@@ -87,6 +87,12 @@ def _body(category: int, mask: int, self_collision: bool, friction: float,
             "friction": friction, "restitution": restitution}
 
 
+def _framed(models: set[str]) -> set[str]:
+    """Gas pushes any outline round, so a box's or polygon's gas keeps the builder's lattice
+    of springs as its frame (a gas bag alone is build.ball or build.circle)."""
+    return models | {"springs"} if "pressure" in models and not {"springs", "xpbd"} & models else models
+
+
 def _tear(max_strain: float | None, models: set[str]) -> float | None:
     """A builder's ``max_strain`` (> 1, or None: never tears), checked before anything is
     added; only springs tear, so a body of none (an XPBD-only one) rejects it."""
@@ -114,13 +120,21 @@ def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.n
             models: set[str], k: float, c: float, amount: float | None, match: tuple[float, float],
             wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
             compliance: float = 1e-5, area_compliance: float = 0.0,
-            body: dict[str, Any] | None = None, max_strain: float | None = None) -> int:
+            body: dict[str, Any] | None = None, max_strain: float | None = None,
+            skin: tuple[float, float, float | None] | None = None) -> int:
     """The lattice as springs and/or XPBD constraints (outline edges at least, for a gas bag)
-    and the body with its models."""
+    and the body with its models. With gas, the springs' rest lengths are prestressed so the
+    built shape is an equilibrium; ``skin`` (see _prestress) lets a gas bag's skin
+    stiffness follow from the gas."""
     if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
         pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
     if "springs" in models and len(pairs):
-        world.add_springs(entities[pairs], stiffness=k, damping=c, max_strain=max_strain)
+        rest = None
+        if "pressure" in models and amount:
+            built = world.positions[[world.row(int(e)) for e in entities]]
+            k, c, rest = _prestress(world, built, pairs, outline, amount, k, c, skin)
+        world.add_springs(entities[pairs], stiffness=k, damping=c, rest_lengths=rest,
+                          max_strain=max_strain)
     if "xpbd" in models:
         if len(pairs):
             world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
@@ -132,9 +146,79 @@ def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.n
         chosen.append(Pressure(0.0 if amount is None else amount))
     if "shape_matching" in models:
         chosen.append(ShapeMatching(*match))
-    elif {"pressure", "xpbd"} & models and validate.nonnegative("wobble_damping", wobble_damping) > 0:
+    elif validate.nonnegative("wobble_damping", wobble_damping) > 0:
         chosen.append(ShapeMatching(stiffness=0.0, damping=wobble_damping))
     return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist(), **(body or {}))
+
+
+GAS_SKIN_STRAIN = 0.05  # how far the default gas stretches a gas bag's skin
+
+
+def _skin(models: set[str], mass: float, stiffness: float | None,
+          damping: float | None) -> tuple[float, float, float | None] | None:
+    """A gas bag (gas, no springs or constraints of its own) whose skin stiffness the user left
+    to the builder: the skin follows from the gas (see _prestress)."""
+    if "pressure" in models and not {"springs", "xpbd"} & models and stiffness is None:
+        return mass, GAS_SKIN_STRAIN, damping
+    return None
+
+
+def _default_amount(mass: float, area: float) -> float:
+    """The default gas: pressure 2 m g / R_eq (R_eq: the radius of a disc of the body's area),
+    which carries about four times the body's weight before it flattens; amount = P A."""
+    return 2.0 * mass * 9.81 / math.sqrt(area / math.pi) * area
+
+
+def gas_forces(pos: np.ndarray, outline: np.ndarray, amount: float) -> np.ndarray:
+    """The pressure term's forces at ``pos``: each outline edge pushed outward with
+    pressure x length (pressure = amount / area), half on each end."""
+    ring = pos[outline]
+    edge = np.roll(ring, -1, axis=0) - ring
+    push = 0.5 * amount / abs(signed_area(ring)) * np.stack([edge[:, 1], -edge[:, 0]], axis=1)
+    f = np.zeros_like(pos)
+    np.add.at(f, outline, push)
+    np.add.at(f, np.roll(outline, -1), push)
+    return f
+
+
+def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.ndarray,
+               amount: float, k: float, c: float,
+               skin: tuple[float, float, float | None] | None) -> tuple[float, float, np.ndarray]:
+    """Stiffness, damping and rest lengths that make the built shape an equilibrium of the
+    springs and the gas.
+
+    The tensions t (one per spring) that balance the gas forces f at every particle,
+    A t = -f (column e of A: the unit vector along spring e at one end, its negative at
+    the other), are the least-norm solution (scipy's LSQR: sparse, and the system is
+    underdetermined for a lattice); each spring's rest length is its built length less
+    t / k. A gas bag's skin (``skin`` = (particle mass, strain, damping or None: the
+    default ratio)) is made as stiff as it
+    takes for the tension to stretch it by ``strain``, but never stiffer than the
+    substep keeps stable (k h^2 / m <= 1/2); then it stretches further, and more gas
+    than a skin can hold at twice its rest length is refused.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import lsqr
+
+    d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
+    length = np.linalg.norm(d, axis=1)
+    u = d / length[:, None]
+    n, m = len(pos), len(pairs)
+    rows = np.concatenate([2 * pairs[:, 0], 2 * pairs[:, 0] + 1, 2 * pairs[:, 1], 2 * pairs[:, 1] + 1])
+    data = np.concatenate([u[:, 0], u[:, 1], -u[:, 0], -u[:, 1]])
+    a = coo_matrix((data, (rows, np.tile(np.arange(m), 4))), shape=(2 * n, m)).tocsr()
+    tension = lsqr(a, -gas_forces(pos, outline, amount).ravel(), atol=1e-12, btol=1e-12)[0]
+    if skin is not None:
+        mass, strain, damping = skin
+        h = world.dt / world.substeps
+        k = min(float((tension / length).max()) / strain, 0.5 * mass / h**2)
+        c = 0.4 * math.sqrt(k * mass) if damping is None else damping
+    rest: np.ndarray = length - tension / k
+    if not (rest > 0.5 * length).all():
+        raise ValueError(f"amount {amount:g} is more gas than the springs (stiffness {k:.4g} N/m) "
+                         "can hold at twice their rest length: lower amount, raise stiffness or "
+                         "use more substeps")
+    return k, c, rest
 
 
 def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float] = (1.0, 1.0),
@@ -147,12 +231,13 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
         friction: float = 0.5, restitution: float = 0.0) -> int:
     """A box of (cells + 1) particles per side with structural and diagonal springs (seed 002).
 
-    ``mass`` is the whole body's (kg); ``amount`` (pressure, N m) defaults to
-    4 * mass * g * height, so the gas holds the box up against its own weight.
-    A pressure-only box is its outline alone (interior particles would float).
+    ``mass`` is the whole body's (kg); ``amount`` (N m) defaults to the gas that
+    carries about four times the body's weight (see _default_amount), with the
+    springs prestressed so the box rests at its built area. Gas pushes any outline
+    round, so ``"pressure"`` keeps the spring lattice as its frame.
     """
     body = _body(category, mask, self_collision, friction, restitution)
-    models = _models(model)
+    models = _framed(_models(model))
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
@@ -169,19 +254,15 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     idx = np.arange(nx * ny).reshape(ny, nx)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
     pairs = grid_pairs(nx, ny)
-    if models == {"pressure"}:  # a gas bag: only the outline carries mass
-        pos, pairs, outline = pos[outline], np.zeros((0, 2), dtype=np.int64), np.arange(len(outline))
-        m = mass / len(outline)
-        k, d = _spring_defaults(m, stiffness, damping)
     entities = np.asarray(world.add_particles(pos, masses=m, radii=radius), dtype=np.int64)
     if amount is None:
-        amount = 4.0 * mass * 9.81 * h
+        amount = _default_amount(mass, w * h)
     a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles
     c_, d_ = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
     triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
     return _finish(world, entities, outline, pairs, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance,
-                   area_compliance, body, tear)
+                   area_compliance, body, tear, _skin(models, m, stiffness, damping))
 
 
 def _ring(center: Sequence[float], radius: float, segments: int, mass: float) -> tuple[np.ndarray, float]:
@@ -224,13 +305,15 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     if validate.integer("segments", segments, 3) < 4:
         raise ValueError(f"segments must be >= 4 for a circle, got {segments}")
     n_rings = validate.integer("rings", rings, 0)
+    if n_rings:  # a filled disc's gas keeps its lattice, as a box's does
+        models = _framed(models)
     pos, m = _ring(center, radius, segments, mass)
     r, n = float(radius), len(pos)
     i = np.arange(n)
     triangles = None
     if amount is None:
-        amount = 4.0 * mass * 9.81 * 2 * r
-    if n_rings == 0 or models == {"pressure"}:  # a ring (a gas bag is its outline alone)
+        amount = _default_amount(mass, abs(signed_area(pos)))
+    if n_rings == 0:  # a ring (a gas bag: its outline alone, see _finish)
         pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
                                 np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
         outline = i
@@ -255,7 +338,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, outline, pairs, models, k_, d_, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance=compliance,
-                   body=body, max_strain=tear)
+                   body=body, max_strain=tear, skin=_skin(models, m, stiffness, damping))
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -268,10 +351,11 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     """A pressurised ring (seed 004): edge springs and gas inside.
 
     Defaults: the gas pressure P = 2 m g / radius (the ball carries about four
-    times its weight before it flattens), and the edge springs are as stiff as
-    it takes for the ball to settle, without gravity, at ``(1 + inflation)``
-    times ``radius``: pressure balances the springs' tension where
-    P l cos(pi/N) = 2 k (l - L0) sin(pi/N).
+    times its weight before it flattens); the edge springs are prestressed so the
+    ball rests at its built size without gravity, and are as stiff as it takes for
+    the gas to stretch them by ``inflation`` (never stiffer than the world's substep
+    keeps stable: a firmer ball's skin stretches more, and more gas than it can hold
+    is refused, naming ``amount``).
     """
     body = _body(category, mask, self_collision, friction, restitution)
     tear = _tear(max_strain, {"pressure"})
@@ -281,20 +365,14 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
         raise ValueError(f"segments must be >= 6 for a ball, got {segments}")
     s = validate.positive("inflation", inflation)
     pos, m = _ring(center, radius, segments, mass)
-    r, n = float(radius), len(pos)
-    i = np.arange(n)
-    rest_edge = 2 * r * math.sin(math.pi / n)
-    edge = (1 + s) * rest_edge
-    area = 0.5 * n * ((1 + s) * r) ** 2 * math.sin(2 * math.pi / n)
-    pressure = 2.0 * mass * 9.81 / r if amount is None else validate.nonnegative("amount", amount) / area
-    if stiffness is None:
-        stiffness = pressure * edge * math.cos(math.pi / n) / (2 * (edge - rest_edge) * math.sin(math.pi / n))
+    i = np.arange(len(pos))
     k, d = _spring_defaults(m, stiffness, damping)
     if amount is None:
-        amount = pressure * area
+        amount = _default_amount(mass, abs(signed_area(pos)))
     entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
-                   (0.0, 0.0), wobble_damping, body=body, max_strain=tear)
+                   (0.0, 0.0), wobble_damping, body=body, max_strain=tear,
+                   skin=(m, s, damping) if stiffness is None else None)
 
 
 def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4,
@@ -430,7 +508,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     equally by the particles.
     """
     body = _body(category, mask, self_collision, friction, restitution)
-    models = _models(model)
+    models = _framed(_models(model))
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
@@ -458,19 +536,19 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     outline_edges = np.stack([ring, np.roll(ring, -1)], axis=1)
     if spacing is None:
         spacing = float(np.linalg.norm(v - np.roll(v, -1, axis=0), axis=1).mean())
-    inner = np.zeros((0, 2)) if models == {"pressure"} else _lattice(v, validate.positive("spacing", spacing))
+    inner = _lattice(v, validate.positive("spacing", spacing))
     pos = np.concatenate([v, inner])
     tri = _triangulate(pos, outline_edges)
-    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]], outline_edges]), axis=1)
-    edges = np.unique(edges, axis=0)
+    edges = np.unique(np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]],
+                                              outline_edges, _braces(tri)]), axis=1), axis=0)
     m = validate.positive("mass", mass) / len(pos)
     k, d = _spring_defaults(m, stiffness, damping)
     entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
     if amount is None:
-        amount = 4.0 * mass * 9.81 * float(np.ptp(v[:, 1]))
+        amount = _default_amount(mass, abs(area))
     return _finish(world, entities, ring, edges, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance,
-                   body, tear)
+                   body, tear, _skin(models, m, stiffness, damping))
 
 
 def _inside(v: np.ndarray, pts: np.ndarray) -> np.ndarray:
@@ -525,6 +603,18 @@ def _triangulate(pos: np.ndarray, outline_edges: np.ndarray) -> np.ndarray:
     t.erase_outer_triangles_and_holes()
     tri: np.ndarray = np.asarray(t.triangles_array()["vertices"], dtype=np.int64)
     return tri
+
+
+def _braces(tri: np.ndarray) -> np.ndarray:
+    """For every edge two triangles share, the pair of their opposite corners: a spring there
+    must shrink for one triangle to fold over the other, so a mesh of springs resists turning
+    inside out (as the diagonals of a box's cells do)."""
+    sides = np.concatenate([tri[:, [0, 1, 2]], tri[:, [1, 2, 0]], tri[:, [2, 0, 1]]])  # edge + opposite
+    key = np.sort(sides[:, :2], axis=1)
+    order = np.lexsort((key[:, 1], key[:, 0]))
+    key, opposite = key[order], sides[order, 2]
+    shared = np.flatnonzero((key[1:] == key[:-1]).all(axis=1))
+    return np.stack([opposite[shared], opposite[shared + 1]], axis=1)
 
 
 def _subdivide(v: np.ndarray, segment: float) -> np.ndarray:
