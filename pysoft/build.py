@@ -197,8 +197,8 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
     substep keeps stable (k h^2 / m <= 1/2); then it stretches further, and more gas
     than a skin can hold at twice its rest length is refused.
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.linalg import lsqr
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+    from scipy.sparse.linalg import lsqr  # type: ignore[import-untyped]
 
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
     length = np.linalg.norm(d, axis=1)
