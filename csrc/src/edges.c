@@ -72,8 +72,8 @@
  * contact ends the pass. The World reverses every other substep: two
  * contacts that share a particle (a box resting on two small discs) are
  * then resolved first one, then the other, and a symmetric scene is not
- * pushed sideways by the order (forward only, the box above gained 0.3 m/s
- * sideways when it landed). Sums run left to right. In 3D outlines are not
+ * pushed sideways by the order (forward only, an XPBD box landing on two
+ * small discs gained 0.34 m/s sideways; alternating, 0.01 m/s). Sums run left to right. In 3D outlines are not
  * surfaces: the kernel does nothing. Returns the contacts resolved.
  */
 #include <math.h>
