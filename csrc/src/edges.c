@@ -37,10 +37,15 @@
  * q_e = (1 - t) x_a + t x_b moves by exactly d N (the usual point-edge
  * projection against an immovable point):
  *   w_a = (1 - t) inv_a,  w_b = t inv_b,  D = (1 - t) w_a + t w_b,
- *   lambda = d / D,  x_a += N lambda w_a,  x_b += N lambda w_b.
+ *   k_a = w_a / D,  k_b = w_b / D,  x_a += d k_a N,  x_b += d k_b N.
  * An end resting on a collider in this substep is not pushed into it (its
  * w counts as 0 when support . N < 0, as in contacts.c); an edge whose D is
- * 0 (both ends pinned or held) is left alone.
+ * 0 (both ends pinned or held) is left alone. A lever is capped: no end
+ * moves by more than PS_EDGE_LEVER times the point (k <= 2). Two free ends
+ * of equal mass never reach it (k <= 1.21), but with one end pinned or held
+ * and the feature near it (t -> 0) the free end would move by d / t: a
+ * feature at a held particle flung its edge's other end at 400 m/s. Capped,
+ * such a contact is resolved only in part (q_e moves by ((1-t) k_a + t k_b) d).
  * Velocities, as collide.c does for a particle, on the edge point's velocity
  * v_e = (1 - t) v_a + t v_b relative to the surface, v_r = v_e - u,
  * vn = v_r . N: if vn < 0, vn' = -e vn (0 if -vn <= rest_speed), dvn =
@@ -48,21 +53,27 @@
  * stops v_t and undoes the substep's tangential slip of q_e relative to the
  * surface, (q_e - (1 - t) p_a - t p_b) - h u; kinetic shrinks |v_t| by mu dvn
  * and multiplies by keep. The change dv of v_e (a move dx of q_e) is given
- * to the ends as w_a dv / D and w_b dv / D: q_e changes by exactly dv, the
- * impulse (1 - t) dv / D on a and t dv / D on b has no moment about q_e.
- * An end that moved is reported like a particle contact of collide.c (its
- * contact_collider, contact_normal N, its normal impulse m_a w_a dvn / D
- * added to contact_impulse) and its support becomes N.
+ * to the ends as k_a dv and k_b dv: q_e changes by exactly dv, and the
+ * impulses m_a k_a dv = (1 - t) dv / D on a and t dv / D on b have no moment
+ * about q_e (when no lever is capped). An end that moved is reported like a
+ * particle contact of collide.c (its contact_collider, contact_normal N, its
+ * normal impulse m_a k_a dvn added to contact_impulse) and its support
+ * becomes N.
  *
  * Broad phase: an edge is tested against collider j only if the sphere
  * around j's centre of radius bound[j] reaches the edge's sphere (its
- * midpoint, radius (1/2 + PS_EDGE_SLACK) L + max(r_a, r_b)) grown by twice
- * the substep's motion (the farther-moved end's |x - p| plus h times the
- * collider's speed |v_c| + |w| bound[j]). The cull is first taken for every
- * edge at the pass's start (edge_near: 1 if any collider is near), and the
- * sweeps visit only those edges, each collider culled again at the current
- * positions: an edge that a correction moves near a collider waits for the
- * next substep.
+ * midpoint, radius (1/2 + PS_EDGE_SLACK) L + max(r_a, r_b)), both grown by
+ * twice their motion in the substep (the edge's farther-moved end's
+ * |x - p|; h times the collider's speed |v_c| + |w| bound[j]); lengths are
+ * taken as L1 norms (|x| + |y|: no square root, never shorter). The cull is
+ * first taken at the pass's start for every edge (edge_near: 1 if any
+ * collider is near): each closed body's box of its outline particles, grown
+ * by its edges' largest reach, against each collider's reach, and then each
+ * edge of a body that is near a collider against that collider, so a
+ * thousand bodies far from the few obstacles cost a thousand box tests per
+ * obstacle. The sweeps visit only the near edges, each collider culled again
+ * at the current positions: an edge that a correction moves near a collider
+ * waits for the next substep.
  *
  * Order (the NumPy twin follows it, so results are bitwise equal):
  * `iterations` sweeps, each over the closed bodies in row order and their
@@ -73,8 +84,9 @@
  * contacts that share a particle (a box resting on two small discs) are
  * then resolved first one, then the other, and a symmetric scene is not
  * pushed sideways by the order (forward only, an XPBD box landing on two
- * small discs gained 0.34 m/s sideways; alternating, 0.01 m/s). Sums run left to right. In 3D outlines are not
- * surfaces: the kernel does nothing. Returns the contacts resolved.
+ * small discs gained 0.34 m/s sideways; alternating, 0.01 m/s). Sums run
+ * left to right. In 3D outlines are not surfaces: the kernel does nothing.
+ * Returns the contacts resolved.
  */
 #include <math.h>
 #include "internal.h"
@@ -115,7 +127,8 @@ static inline int feature(const Edges *s, int j, int f, double *q, double *R)
         int m = s->face_count[j], f2 = f + 1 < m ? f + 1 : 0;
         const double *n1 = s->face_normal + 2L * (s->face_start[j] + f);
         const double *n2 = s->face_normal + 2L * (s->face_start[j] + f2);
-        double o1 = s->face_offset[s->face_start[j] + f], o2 = s->face_offset[s->face_start[j] + f2];
+        double o1 = s->face_offset[s->face_start[j] + f];
+        double o2 = s->face_offset[s->face_start[j] + f2];
         double det = n1[0] * n2[1] - n1[1] * n2[0];
         if (!(det > 0.0)) return 0;
         y0 = (o1 * n2[1] - o2 * n1[1]) / det;
@@ -128,22 +141,40 @@ static inline int feature(const Edges *s, int j, int f, double *q, double *R)
     return 1;
 }
 
-/* The bounding-sphere cull of edge (ia, ib) against collider j (see the essay). */
-static inline int near_collider(const Edges *s, int ia, int ib, int j)
+/* The cull (see the essay). Collider j's reach: its bound grown by twice its motion. */
+static inline double collider_reach(const Edges *s, int j)
+{
+    const double *v = s->velocity + 2L * j;
+    double speed = (fabs(v[0]) + fabs(v[1])) + fabs(s->angular_velocity[3L * j + 2]) * s->bound[j];
+    return s->bound[j] + 2.0 * (s->h * speed);
+}
+
+/* Edge (ia, ib)'s reach about its midpoint. */
+static inline double edge_reach(const Edges *s, int ia, int ib)
 {
     const double *xa = s->pos + 2L * ia, *xb = s->pos + 2L * ib;
     const double *pa = s->prev_pos + 2L * ia, *pb = s->prev_pos + 2L * ib;
-    double ex = xb[0] - xa[0], ey = xb[1] - xa[1], len = sqrt(ex * ex + ey * ey);
-    double ax = xa[0] - pa[0], ay = xa[1] - pa[1], bx = xb[0] - pb[0], by = xb[1] - pb[1];
-    double moved = sqrt(ax * ax + ay * ay), moved_b = sqrt(bx * bx + by * by);
+    double len = fabs(xb[0] - xa[0]) + fabs(xb[1] - xa[1]);
+    double moved = fabs(xa[0] - pa[0]) + fabs(xa[1] - pa[1]);
+    double moved_b = fabs(xb[0] - pb[0]) + fabs(xb[1] - pb[1]);
     if (moved_b > moved) moved = moved_b;
     double ra = s->radius[ia], rb = s->radius[ib];
-    const double *v = s->velocity + 2L * j, *c = s->center + 2L * j;
-    double speed = sqrt(v[0] * v[0] + v[1] * v[1]) + fabs(s->angular_velocity[3L * j + 2]) * s->bound[j];
-    double lim = ((s->bound[j] + (0.5 + PS_EDGE_SLACK) * len) + (rb > ra ? rb : ra))
-                 + 2.0 * (moved + s->h * speed);
-    double mx = 0.5 * (xa[0] + xb[0]) - c[0], my = 0.5 * (xa[1] + xb[1]) - c[1];
+    return ((0.5 + PS_EDGE_SLACK) * len + (rb > ra ? rb : ra)) + 2.0 * moved;
+}
+
+/* Do edge (ia, ib) (its reach `er`) and collider j (its reach `cr`) come near? */
+static inline int edge_near_collider(const Edges *s, int ia, int ib, double er, int j, double cr)
+{
+    const double *xa = s->pos + 2L * ia, *xb = s->pos + 2L * ib, *c = s->center + 2L * j;
+    double mx = 0.5 * (xa[0] + xb[0]) - c[0], my = 0.5 * (xa[1] + xb[1]) - c[1], lim = cr + er;
     return !(mx * mx + my * my > lim * lim);
+}
+
+/* Distance along one axis from x to the interval [lo, hi] (0 inside; an empty box, lo > hi
+ * from no finite point, is infinitely far). */
+static inline double gap(double x, double lo, double hi)
+{
+    return x < lo ? lo - x : (x > hi ? x - hi : 0.0);
 }
 
 /* Feature q (radius R) of collider j against edge (ia, ib): 1 if it was a contact. */
@@ -178,13 +209,15 @@ static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, 
     if (sb[0] * Nx + sb[1] * Ny < 0.0) wb = 0.0;
     double D = ta * wa + t * wb;
     if (!(D > 0.0)) return 0;
-    double lam = (reach - sd) / D;
-    xa[0] = xa[0] + Nx * lam * wa;
-    xa[1] = xa[1] + Ny * lam * wa;
-    xb[0] = xb[0] + Nx * lam * wb;
-    xb[1] = xb[1] + Ny * lam * wb;
+    double ka = wa / D, kb = wb / D, depth = reach - sd; /* each end's move per the point's */
+    if (ka > PS_EDGE_LEVER) ka = PS_EDGE_LEVER;
+    if (kb > PS_EDGE_LEVER) kb = PS_EDGE_LEVER;
+    xa[0] = xa[0] + Nx * (depth * ka);
+    xa[1] = xa[1] + Ny * (depth * ka);
+    xb[0] = xb[0] + Nx * (depth * kb);
+    xb[1] = xb[1] + Ny * (depth * kb);
     int ends[2] = {ia, ib};
-    double share[2] = {wa, wb};
+    double share[2] = {ka, kb};
     for (int k = 0; k < 2; k++) {
         if (!(share[k] > 0.0)) continue;
         int i = ends[k];
@@ -207,23 +240,22 @@ static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, 
         double slx = ((ta * xa[0] + t * xb[0]) - (ta * pa[0] + t * pb[0])) - s->h * ux;
         double sly = ((ta * xa[1] + t * xb[1]) - (ta * pa[1] + t * pb[1])) - s->h * uy;
         double sn = slx * Nx + sly * Ny;
-        double stx = (slx - sn * Nx) / D, sty = (sly - sn * Ny) / D;
-        xa[0] = xa[0] - stx * wa;
-        xa[1] = xa[1] - sty * wa;
-        xb[0] = xb[0] - stx * wb;
-        xb[1] = xb[1] - sty * wb;
+        double stx = slx - sn * Nx, sty = sly - sn * Ny;
+        xa[0] = xa[0] - stx * ka;
+        xa[1] = xa[1] - sty * ka;
+        xb[0] = xb[0] - stx * kb;
+        xb[1] = xb[1] - sty * kb;
         scale = 0.0;
     } else {
         scale = (1.0 - limit / vt_len) * s->keep[j];
     }
-    double dvx = ((scale - 1.0) * vtx + dvn * Nx) / D, dvy = ((scale - 1.0) * vty + dvn * Ny) / D;
-    va[0] = va[0] + dvx * wa;
-    va[1] = va[1] + dvy * wa;
-    vb[0] = vb[0] + dvx * wb;
-    vb[1] = vb[1] + dvy * wb;
-    double P = dvn / D; /* the normal impulse per unit of w */
-    if (wa > 0.0) s->contact_impulse[ia] = s->contact_impulse[ia] + s->mass[ia] * (P * wa);
-    if (wb > 0.0) s->contact_impulse[ib] = s->contact_impulse[ib] + s->mass[ib] * (P * wb);
+    double dvx = (scale - 1.0) * vtx + dvn * Nx, dvy = (scale - 1.0) * vty + dvn * Ny;
+    va[0] = va[0] + dvx * ka;
+    va[1] = va[1] + dvy * ka;
+    vb[0] = vb[0] + dvx * kb;
+    vb[1] = vb[1] + dvy * kb;
+    if (ka > 0.0) s->contact_impulse[ia] = s->contact_impulse[ia] + s->mass[ia] * (dvn * ka);
+    if (kb > 0.0) s->contact_impulse[ib] = s->contact_impulse[ib] + s->mass[ib] * (dvn * kb);
     return 1;
 }
 
@@ -249,16 +281,36 @@ int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double 
                radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity,
                restitution, friction, keep, face_start, face_count, face_normal, face_offset,
                cap_a, cap_b, cap_radius, bound, h, rest_speed};
-    /* the cull at the pass's start: is any collider near each edge? */
+    /* the cull at the pass's start: is any collider near each edge? First a body's box of its
+     * outline particles, grown by its edges' largest reach, against each collider's reach;
+     * then each edge of a body near a collider against that collider */
     for (int b = 0; b < nb; b++) {
         int m = outline_count[b];
         if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
         const int32_t *o = outline + outline_start[b];
+        int32_t *near = edge_near + outline_start[b];
+        double lx = INFINITY, ly = INFINITY, hx = -INFINITY, hy = -INFINITY, emax = 0.0;
         for (int e = 0; e < m; e++) {
-            int ia = o[e], ib = o[e + 1 < m ? e + 1 : 0], near = 0;
-            for (int j = 0; j < k && !near; j++)
-                near = feature_count(&s, j) > 0 && near_collider(&s, ia, ib, j);
-            edge_near[outline_start[b] + e] = near;
+            const double *x = pos + 2L * o[e];
+            if (x[0] < lx) lx = x[0];
+            if (x[0] > hx) hx = x[0];
+            if (x[1] < ly) ly = x[1];
+            if (x[1] > hy) hy = x[1];
+            double er = edge_reach(&s, o[e], o[e + 1 < m ? e + 1 : 0]);
+            if (er > emax) emax = er;
+            near[e] = 0;
+        }
+        for (int j = 0; j < k; j++) {
+            if (!feature_count(&s, j)) continue;
+            const double *c = center + 2L * j;
+            double cr = collider_reach(&s, j), dx = gap(c[0], lx, hx), dy = gap(c[1], ly, hy);
+            double lim = cr + emax;
+            if (dx * dx + dy * dy > lim * lim) continue;
+            for (int e = 0; e < m; e++) {
+                int ia = o[e], ib = o[e + 1 < m ? e + 1 : 0];
+                if (!near[e] && edge_near_collider(&s, ia, ib, edge_reach(&s, ia, ib), j, cr))
+                    near[e] = 1;
+            }
         }
     }
     int contacts = 0;
@@ -273,9 +325,11 @@ int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double 
                 int e = reverse ? m - 1 - ei : ei;
                 if (!near[e]) continue;
                 int ia = o[e], ib = o[e + 1 < m ? e + 1 : 0];
+                double er = edge_reach(&s, ia, ib);
                 for (int j = 0; j < k; j++) {
                     int nf = feature_count(&s, j);
-                    if (!nf || !near_collider(&s, ia, ib, j)) continue;
+                    if (!nf || !edge_near_collider(&s, ia, ib, er, j, collider_reach(&s, j)))
+                        continue;
                     for (int f = 0; f < nf; f++) {
                         double q[2], R;
                         if (feature(&s, j, f, q, &R)) found += edge_feature(&s, ia, ib, j, q, R);

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from pysoft._constants import EDGE_SLACK
+from pysoft._constants import EDGE_LEVER, EDGE_SLACK
 from pysoft.twins._common import CAPSULE, F64, I32, MIN_LENGTH, ranges
 
 CLOSED = 1  # body flag: the outline encloses an area
@@ -85,21 +85,27 @@ class _Pass:
             collider[i], normal[i], impulse[i] = self.collider[i], self.normal[i], self.impulse[i]
             support[i] = self.support[i]
 
-    def near(self, ia: int, ib: int, j: int) -> bool:
-        """The bounding-sphere cull of edge (ia, ib) against collider j."""
+    def collider_reach(self, j: int) -> float:
+        """Collider j's bound grown by twice its motion in the substep."""
+        v, b = self.velocity[j], self.bound[j]
+        return float(b + 2.0 * (self.h * ((abs(v[0]) + abs(v[1])) + abs(self.w[j]) * b)))
+
+    def edge_reach(self, ia: int, ib: int) -> float:
+        """Edge (ia, ib)'s reach about its midpoint (L1 lengths, as in C)."""
         xa, xb, pa, pb = self.pos[ia], self.pos[ib], self.prev[ia], self.prev[ib]
-        ex, ey = xb[0] - xa[0], xb[1] - xa[1]
-        length = math.sqrt(ex * ex + ey * ey)
-        ax, ay, bx, by = xa[0] - pa[0], xa[1] - pa[1], xb[0] - pb[0], xb[1] - pb[1]
-        moved, moved_b = math.sqrt(ax * ax + ay * ay), math.sqrt(bx * bx + by * by)
+        length = abs(xb[0] - xa[0]) + abs(xb[1] - xa[1])
+        moved = abs(xa[0] - pa[0]) + abs(xa[1] - pa[1])
+        moved_b = abs(xb[0] - pb[0]) + abs(xb[1] - pb[1])
         if moved_b > moved:
             moved = moved_b
         ra, rb = self.radius[ia], self.radius[ib]
-        v, c = self.velocity[j], self.center[j]
-        speed = math.sqrt(v[0] * v[0] + v[1] * v[1]) + abs(self.w[j]) * self.bound[j]
-        lim = ((self.bound[j] + (0.5 + EDGE_SLACK) * length) + (rb if rb > ra else ra)) \
-            + 2.0 * (moved + self.h * speed)
+        return float(((0.5 + EDGE_SLACK) * length + (rb if rb > ra else ra)) + 2.0 * moved)
+
+    def near(self, ia: int, ib: int, er: float, j: int) -> bool:
+        """Do edge (ia, ib) (reach ``er``) and collider j come near?"""
+        xa, xb, c = self.pos[ia], self.pos[ib], self.center[j]
         mx, my = 0.5 * (xa[0] + xb[0]) - c[0], 0.5 * (xa[1] + xb[1]) - c[1]
+        lim = self.collider_reach(j) + er
         return not mx * mx + my * my > lim * lim
 
     def contact(self, ia: int, ib: int, j: int, qx: float, qy: float, R: float) -> int:
@@ -142,11 +148,15 @@ class _Pass:
         D = ta * wa + t * wb
         if not D > 0.0:
             return 0
-        lam = (reach - sd) / D
-        xa[0], xa[1] = xa[0] + Nx * lam * wa, xa[1] + Ny * lam * wa
-        xb[0], xb[1] = xb[0] + Nx * lam * wb, xb[1] + Ny * lam * wb
+        ka, kb, depth = wa / D, wb / D, reach - sd  # each end's move per the point's
+        if ka > EDGE_LEVER:
+            ka = EDGE_LEVER
+        if kb > EDGE_LEVER:
+            kb = EDGE_LEVER
+        xa[0], xa[1] = xa[0] + Nx * (depth * ka), xa[1] + Ny * (depth * ka)
+        xb[0], xb[1] = xb[0] + Nx * (depth * kb), xb[1] + Ny * (depth * kb)
         self.touched.update((ia, ib))
-        for i, share in ((ia, wa), (ib, wb)):
+        for i, share in ((ia, ka), (ib, kb)):
             if share > 0.0:
                 self.collider[i] = j
                 self.normal[i] = [Nx, Ny]
@@ -164,60 +174,74 @@ class _Pass:
             slx = ((ta * xa[0] + t * xb[0]) - (ta * pa[0] + t * pb[0])) - h * ux
             sly = ((ta * xa[1] + t * xb[1]) - (ta * pa[1] + t * pb[1])) - h * uy
             sn = slx * Nx + sly * Ny
-            stx, sty = (slx - sn * Nx) / D, (sly - sn * Ny) / D
-            xa[0], xa[1] = xa[0] - stx * wa, xa[1] - sty * wa
-            xb[0], xb[1] = xb[0] - stx * wb, xb[1] - sty * wb
+            stx, sty = slx - sn * Nx, sly - sn * Ny
+            xa[0], xa[1] = xa[0] - stx * ka, xa[1] - sty * ka
+            xb[0], xb[1] = xb[0] - stx * kb, xb[1] - sty * kb
             scale = 0.0
         else:
             ratio = limit / vt_len if vt_len != 0.0 else float(np.divide(limit, vt_len))  # C's IEEE
             scale = (1.0 - ratio) * self.keep[j]
-        dvx, dvy = ((scale - 1.0) * vtx + dvn * Nx) / D, ((scale - 1.0) * vty + dvn * Ny) / D
-        va[0], va[1] = va[0] + dvx * wa, va[1] + dvy * wa
-        vb[0], vb[1] = vb[0] + dvx * wb, vb[1] + dvy * wb
-        P = dvn / D
-        if wa > 0.0:
-            self.impulse[ia] = self.impulse[ia] + self.mass[ia] * (P * wa)
-        if wb > 0.0:
-            self.impulse[ib] = self.impulse[ib] + self.mass[ib] * (P * wb)
+        dvx, dvy = (scale - 1.0) * vtx + dvn * Nx, (scale - 1.0) * vty + dvn * Ny
+        va[0], va[1] = va[0] + dvx * ka, va[1] + dvy * ka
+        vb[0], vb[1] = vb[0] + dvx * kb, vb[1] + dvy * kb
+        if ka > 0.0:
+            self.impulse[ia] = self.impulse[ia] + self.mass[ia] * (dvn * ka)
+        if kb > 0.0:
+            self.impulse[ib] = self.impulse[ib] + self.mass[ib] * (dvn * kb)
         return 1
 
 
 def _edges(outline: I32, outline_start: I32, outline_count: I32, body_flags: I32,
-           nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every edge of the closed bodies in the kernel's order: its outline entry and ends."""
+           nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every edge of the closed bodies in the kernel's order: its outline entry, body and ends."""
     count = outline_count[:nb]
     count = np.where(((body_flags[:nb] & CLOSED) != 0) & (count >= 3), count, 0).astype(np.int32)
     owner, flat = ranges(outline_start, count, nb)
     first = outline_start[:nb].astype(np.intp)[owner]
     nxt = np.where(flat == first + count[owner] - 1, first, flat + 1)
-    return flat, outline[flat].astype(np.intp), outline[nxt].astype(np.intp)
+    return flat, owner, outline[flat].astype(np.intp), outline[nxt].astype(np.intp)
 
 
-def _near_at_start(pos: F64, prev_pos: F64, radius: F64, ia: np.ndarray, ib: np.ndarray,
-                   counts: list[int], center: F64, velocity: F64, angular_velocity: F64, bound: F64,
-                   h: float) -> np.ndarray:
-    """The cull for every edge at once: is any collider with features near it?"""
+def _near_at_start(pos: F64, prev_pos: F64, radius: F64, owner: np.ndarray, ia: np.ndarray,
+                   ib: np.ndarray, counts: list[int], center: F64, velocity: F64,
+                   angular_velocity: F64, bound: F64, h: float) -> np.ndarray:
+    """The cull for every edge at once (``owner``: each edge's body, edges grouped by body):
+    each body's box of its outline particles grown by its edges' largest reach against each
+    collider's reach, then the edges of a near body against that collider."""
     xa, xb, pa, pb = pos[ia], pos[ib], prev_pos[ia], prev_pos[ib]
-    ex, ey = xb[:, 0] - xa[:, 0], xb[:, 1] - xa[:, 1]
-    length = np.sqrt(ex * ex + ey * ey)
-    ax, ay = xa[:, 0] - pa[:, 0], xa[:, 1] - pa[:, 1]
-    bx, by = xb[:, 0] - pb[:, 0], xb[:, 1] - pb[:, 1]
-    moved, moved_b = np.sqrt(ax * ax + ay * ay), np.sqrt(bx * bx + by * by)
+    length = np.abs(xb[:, 0] - xa[:, 0]) + np.abs(xb[:, 1] - xa[:, 1])
+    moved = np.abs(xa[:, 0] - pa[:, 0]) + np.abs(xa[:, 1] - pa[:, 1])
+    moved_b = np.abs(xb[:, 0] - pb[:, 0]) + np.abs(xb[:, 1] - pb[:, 1])
     moved = np.where(moved_b > moved, moved_b, moved)
     ra, rb = radius[ia], radius[ib]
-    rmax = np.where(rb > ra, rb, ra)
+    reach = ((0.5 + EDGE_SLACK) * length + np.where(rb > ra, rb, ra)) + 2.0 * moved
     mid_x, mid_y = 0.5 * (xa[:, 0] + xb[:, 0]), 0.5 * (xa[:, 1] + xb[:, 1])
     near = np.zeros(len(ia), dtype=bool)
+    if not len(ia):
+        return near
+    # each body's box and largest reach, NaN left out (C's "if (x < lo) lo = x" from infinity)
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    box = [np.fmin.reduceat(xa[:, 0], first), np.fmin.reduceat(xa[:, 1], first),
+           np.fmax.reduceat(xa[:, 0], first), np.fmax.reduceat(xa[:, 1], first)]
+    for i, empty in enumerate((np.inf, np.inf, -np.inf, -np.inf)):
+        box[i] = np.where(np.isnan(box[i]), empty, box[i])
+    lx, ly, hx, hy = box
+    emax = np.fmax.reduceat(np.fmax(reach, 0.0), first)
+    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(ia)]))
     for j, count in enumerate(counts):
         if not count:
             continue
         v0, v1 = velocity[j].tolist()
         c0, c1 = center[j].tolist()
         b = float(bound[j])
-        speed = math.sqrt(v0 * v0 + v1 * v1) + abs(float(angular_velocity[j, 2])) * b
-        lim = ((b + (0.5 + EDGE_SLACK) * length) + rmax) + 2.0 * (moved + h * speed)
+        cr = b + 2.0 * (h * ((abs(v0) + abs(v1)) + abs(float(angular_velocity[j, 2])) * b))
+        dx = np.where(c0 < lx, lx - c0, np.where(c0 > hx, c0 - hx, 0.0))
+        dy = np.where(c1 < ly, ly - c1, np.where(c1 > hy, c1 - hy, 0.0))
+        lim = cr + emax
+        body_near = ~(dx * dx + dy * dy > lim * lim)
         mx, my = mid_x - c0, mid_y - c1
-        near |= ~(mx * mx + my * my > lim * lim)
+        lim_e = cr + reach
+        near |= body_near[group] & ~(mx * mx + my * my > lim_e * lim_e)
     return near
 
 
@@ -237,8 +261,8 @@ def edge_collide(
     if dim != 2:
         return 0
     counts = _feature_counts(kind, face_count, cap_a, cap_b, k)
-    flat, ia, ib = _edges(outline, outline_start, outline_count, body_flags, nb)
-    near = _near_at_start(pos, prev_pos, radius, ia, ib, counts, center, velocity,
+    flat, owner, ia, ib = _edges(outline, outline_start, outline_count, body_flags, nb)
+    near = _near_at_start(pos, prev_pos, radius, owner, ia, ib, counts, center, velocity,
                           angular_velocity, bound, h)
     edge_near[flat] = near
     todo = list(zip(ia[near].tolist(), ib[near].tolist(), strict=True))
@@ -255,8 +279,9 @@ def edge_collide(
     for _ in range(iterations):
         found = 0
         for a, b in todo:
+            er = s.edge_reach(a, b)
             for j in range(k):
-                if not counts[j] or not s.near(a, b, j):
+                if not counts[j] or not s.near(a, b, er, j):
                     continue
                 for qx, qy, R in features[j]:
                     found += s.contact(a, b, j, qx, qy, R)
