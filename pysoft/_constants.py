@@ -8,5 +8,13 @@ compile without them, so C and Python cannot drift apart.
 MIN_LENGTH = 1e-12  # m: below it a spring, constraint or contact normal has no direction
 POLYTOPE = 0  # collider kind: the intersection of half-spaces n . y <= o
 CAPSULE = 1  # collider kind: the points within a radius of a segment
+# A collider's corner on the inner side of a body's outline edge is that edge's contact only
+# if it was at most this fraction of the edge's length inside the edge's line at the
+# substep's start (it came through the edge); the bounding-sphere cull of edges.c adds it too
+EDGE_SLACK = 0.1
+# No end of an outline edge is moved by more than this many times the depth of its contact
+# with a collider (edges.c: a lever about a pinned or held end is capped)
+EDGE_LEVER = 2.0
 
-C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE}
+C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
+            "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER}

@@ -7,7 +7,9 @@ A :class:`Pipeline` holds the terms the features contributed, per stage:
 2. ``integrator``  -- :class:`IntegratorTerm`: the world's integrator (Verlet
                       and RK4 evaluate the force terms again at other states);
 3. ``constraints`` -- :class:`SubstepTerm`: XPBD distance, then volume;
-4. ``collide``     -- :class:`SubstepTerm`: particles against colliders;
+4. ``collide``     -- :class:`SubstepTerm`: particles against colliders, then
+                      outline edges against colliders (2D), then bodies
+                      against bodies;
 5. ``finish``      -- :class:`SubstepTerm`: the instability scan.
 
 Each stage is an esper Processor (:class:`Stage`) with a spaced priority, so
@@ -213,7 +215,8 @@ class Constraints(Stage):
 
 
 class Collide(Stage):
-    """Particles against colliders: push-out, restitution, Coulomb friction."""
+    """Particles, then outline edges, against colliders (push-out, restitution, Coulomb
+    friction); then bodies against bodies."""
 
     name = "collide"
     default_priority = Priority.COLLIDE

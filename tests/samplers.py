@@ -344,6 +344,82 @@ def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str
     }
 
 
+def _pokes(rng: np.random.Generator, pos: np.ndarray, prev: np.ndarray, ring: list[int]) -> list[Any]:
+    """Small colliders poking into edges of the ring ``ring`` (counter-clockwise): a disc, a
+    turned box's corner and a segment's end near edge midpoints, outside or just inside
+    (with start positions that make some of them crossings and leave others deep)."""
+    out: list[Any] = []
+    for kind in range(3):
+        e = int(rng.integers(0, len(ring)))
+        a, b = pos[ring[e]], pos[ring[(e + 1) % len(ring)]]
+        d = b - a
+        n = np.array([d[1], -d[0]]) / max(float(np.linalg.norm(d)), 1e-12)
+        q = a + rng.uniform(0.2, 0.8) * d + rng.uniform(-0.04, 0.02) * n
+        if kind == 0:
+            out.append(shapes.Disc(q + 0.0, float(rng.uniform(0.005, 0.04))))
+        elif kind == 1:  # a diamond whose corner q points into the edge
+            half = float(rng.uniform(0.01, 0.05))
+            out.append(shapes.Box(q + n * half * np.sqrt(2.0), (half, half),
+                                  angle=float(np.arctan2(n[1], n[0]) + np.pi / 4)))
+        else:  # a segment ending at q, coming from outside
+            out.append(shapes.Segment(q + n * rng.uniform(0.05, 0.3), q, float(rng.uniform(0.002, 0.02))))
+        for i in (ring[e], ring[(e + 1) % len(ring)]):  # where the edge was at the start
+            prev[i] = pos[i] + rng.normal(0.0, 0.02, 2)
+    return out
+
+
+def sample_edge_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Noisy rings (most closed, some open), small colliders poking into their edges, the
+    sampler's other shapes; edge cases on purpose: a zero-length edge, an edge with both
+    ends pinned, discs centred exactly on an outline particle (t = 0 of one edge, t = 1 of
+    the one before) and exactly on an edge's midpoint, particles resting on colliders
+    (support), a spinning and a moving collider. In 3D the kernel does nothing."""
+    p = particles(rng, n, dim)
+    pos, prev = p["pos"], p["pos"] + vec(rng, n, dim, 0.01)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    ring_positions(rng, p, rows, starts, counts)
+    prev[:, :2] = pos[:, :2] + rng.normal(0.0, 0.005, (n, 2))
+    nb = len(counts)
+    flags = np.where(rng.random(nb) < 0.85, 1, 0).astype(np.int32) | \
+        np.where(rng.random(nb) < 0.2, 2, 0).astype(np.int32)
+    geometries = [s.geometry(dim) for s in sample_shapes(rng, dim)]
+    rings = [rows[s : s + c].tolist() for s, c in zip(starts, counts, strict=True) if c >= 3]
+    if dim == 2:
+        for ring in rings[:12]:
+            geometries += [s.geometry(2) for s in _pokes(rng, pos, prev, ring)]
+        if len(rings) >= 2:
+            r0, r1 = rings[0], rings[1]
+            geometries.append(shapes.Disc(pos[r0[1], :2] + 0.0, 0.03).geometry(2))  # t = 0 and 1
+            geometries.append(shapes.Disc(0.5 * (pos[r1[0], :2] + pos[r1[1], :2]), 0.02).geometry(2))
+            prev[r0[1]] = pos[r0[1]]
+        if len(rings) >= 3:
+            r2 = rings[2]
+            p["inv_mass"][r2[0]] = p["inv_mass"][r2[1]] = 0.0  # both ends of a poked edge pinned
+            geometries.append(shapes.Disc(0.5 * (pos[r2[0], :2] + pos[r2[1], :2]), 0.05).geometry(2))
+        if len(rings) >= 4:
+            r3 = rings[3]
+            pos[r3[1]] = pos[r3[0]]  # a zero-length edge, with a disc on it
+            geometries.append(shapes.Disc(pos[r3[0], :2] + 0.01, 0.05).geometry(2))
+    colliders = collider_arrays(geometries, dim)
+    k = len(geometries)
+    h = 1.0 / 480.0
+    angular = np.zeros((k, 3))
+    angular[1, 2] = 1.5  # a spinning box
+    velocity = np.zeros((k, dim))
+    velocity[::3] = rng.normal(0.0, 1.0, (len(velocity[::3]), dim))  # some colliders move
+    support = np.where(rng.random((n, 1)) < 0.2, rng.normal(0.0, 1.0, (n, dim)), 0.0)
+    return {"pos": pos, "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "support": support,
+            "edge_near": np.zeros(len(rows), dtype=np.int32), "prev_pos": prev,
+            "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.03, n), 0.0),
+            "mass": p["mass"], "inv_mass": p["inv_mass"], "outline": rows,
+            "outline_start": starts, "outline_count": counts, "body_flags": flags,
+            **{key: v for key, v in colliders.items() if key != "grow"}, "velocity": velocity,
+            "angular_velocity": angular, "restitution": rng.uniform(0.0, 1.0, k),
+            "friction": rng.uniform(0.0, 1.5, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
+            "iterations": 2, "reverse": int(rng.integers(0, 2)), "h": h, "rest_speed": 0.25}
+
+
 Sampler = Callable[[np.random.Generator, int, int], dict[str, Any]]
 
 SAMPLERS: dict[str, Sampler] = {
@@ -365,6 +441,7 @@ SAMPLERS: dict[str, Sampler] = {
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
     "body_contacts": sample_body_contacts,
+    "edge_collide": sample_edge_collide,
 }
 
 

@@ -71,9 +71,9 @@ def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
     assert len(set(per_frame)) == 1, set(per_frame)
     if integrator == "symplectic_euler":
         # Per substep: gravity, well, springs, pressure, shape matching, integrate,
-        # 2 x (XPBD distance + XPBD area), collide, body contacts; once per frame: the
-        # instability scan.
-        assert per_frame[0] == w.substeps * 12 + 1
+        # 2 x (XPBD distance + XPBD area), collide, outline edges against colliders (the
+        # scene's box has corners), body contacts; once per frame: the instability scan.
+        assert per_frame[0] == w.substeps * 13 + 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -100,6 +100,22 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *bound, const double *grow, int n, int k, int nfaces,
                int dim, int iterations, double h, double rest_speed);
 
+/* edges.c */
+int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,
+                    double *contact_impulse, double *support, int32_t *edge_near,
+                    const double *prev_pos, const double *radius, const double *mass,
+                    const double *inv_mass, const int32_t *outline,
+                    const int32_t *outline_start, const int32_t *outline_count,
+                    const int32_t *body_flags, const int32_t *kind, const double *center,
+                    const double *rotation, const double *velocity,
+                    const double *angular_velocity, const double *restitution,
+                    const double *friction, const double *keep, const int32_t *face_start,
+                    const int32_t *face_count, const double *face_normal,
+                    const double *face_offset, const double *cap_a, const double *cap_b,
+                    const double *cap_radius, const double *bound, int n, int nb, int k,
+                    int nfaces, int dim, int iterations, int reverse, double h,
+                    double rest_speed);
+
 /* contacts.c */
 int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *contact_point,
                      double *contact_normal, double *contact_impulse, double *snap,

@@ -1,9 +1,9 @@
 /* contacts.c -- bodies against bodies, in the collide pass (2D).
  *
- * After particles meet colliders, each substep, particles meet the outlines of
- * soft bodies (JellyCar's body collision, seed 004; Mueller et al. 2020,
- * "Detailed rigid body simulation with extended position based dynamics",
- * for the positional friction):
+ * After particles, then outline edges, meet colliders (collide.c, edges.c),
+ * each substep, particles meet the outlines of soft bodies (JellyCar's body
+ * collision, seed 004; Mueller et al. 2020, "Detailed rigid body simulation
+ * with extended position based dynamics", for the positional friction):
  *
  *   edge contacts   a particle i against a closed body B it does not belong
  *                   to: if i is inside B's outline (crossing number: edges

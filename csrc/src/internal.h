@@ -7,14 +7,20 @@
  *   PS_MIN_LENGTH   below this length a spring, constraint or normal has no
  *                   direction and exerts nothing (coincident points never
  *                   produce NaN);
- *   PS_POLYTOPE, PS_CAPSULE   the collider kind codes of collide.c.
+ *   PS_POLYTOPE, PS_CAPSULE   the collider kind codes of collide.c;
+ *   PS_EDGE_SLACK   how far (a fraction of the edge) a collider's corner may have
+ *                   been inside an outline edge's line at the substep's start and
+ *                   still be that edge's contact (edges.c);
+ *   PS_EDGE_LEVER   the most an outline edge's end moves per unit of its
+ *                   contact point's move (edges.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
 
 #include "pysoft.h"
 
-#if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE)
+#if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
+    || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 

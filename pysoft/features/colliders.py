@@ -1,5 +1,6 @@
 """Colliders: static and kinematic shapes that particles meet, with restitution and
-friction, and the contact report (``csrc/src/collide.c``).
+friction, and the contact report (``csrc/src/collide.c``). The outline edges of
+bodies meet them too, in the pass that follows (``pysoft.features.edges``).
 
 A collider is a pose plus a local shape (``pysoft.shapes``): a polytope,
 whose faces are ragged rows of the Store, or a capsule. Colliders with a
@@ -59,7 +60,8 @@ register(Kernel(
 
 
 class Contacts(NamedTuple):
-    """Contacts of the last step, one row per particle that touched a collider.
+    """Contacts of the last step, one row per particle that touched a collider, itself or
+    through an outline edge it ends (2D bodies: ``pysoft.features.edges``).
 
     ``impulses`` is the normal impulse (N s) summed over the step's substeps;
     ``colliders`` and ``normals`` are those of the particle's last contact.

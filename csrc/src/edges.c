@@ -1,0 +1,344 @@
+/* edges.c -- the collide pass, part two: body outline edges against colliders (2D).
+ *
+ * collide.c keeps every particle out of the colliders, but a body's surface
+ * between two outline particles is an edge, and a collider's feature smaller
+ * than the particle spacing (a small disc, a box corner, the end of a thin
+ * segment) can poke through it unseen. This pass keeps colliders' features
+ * out of the edges of closed bodies (whose outline encloses an area), right
+ * after collide.c and before the body contacts (contacts.c).
+ *
+ * Features of a collider j (pose c, R; see collide.c):
+ *   a 2D polytope of three or more faces (Box, Polygon; faces in
+ *   counter-clockwise order): its corners, radius 0; corner f is where face
+ *   f meets face f + 1 (mod the count), y = the solution of n_f . y = o_f,
+ *   n_g . y = o_g by Cramer's rule (skipped unless n_f x n_g > 0); a Plane
+ *   has no corner;
+ *   a capsule (Disc, Segment): its end points a and b (b only if it differs
+ *   from a), with the capsule's radius R.
+ * A capsule's axis crossing an edge between two particles needs no feature:
+ * the particles either side are kept out of the capsule by collide.c, so
+ * the axis can only cross an edge near one of its ends.
+ *
+ * Edge a -> b of a counter-clockwise outline (x_a, x_b now; p_a, p_b at the
+ * substep's start, prev_pos), length L, outward normal n = (e_y, -e_x) / L,
+ * and a feature point q of radius R: t = (q - x_a) . e / L^2, the signed
+ * distance s = (q - x_a) . n, the edge's radius r_e = (1 - t) r_a + t r_b.
+ * It is a contact if 0 < t < 1 (strictly: a feature at an end is the
+ * particle's, collide.c's) and s < R + r_e, and, when q is on the inner side
+ * (s < 0), only if it came in through this edge during the substep: at the
+ * start, q0 = q - h u (u: the collider's surface velocity at q) was not
+ * farther inside the start edge's line than PS_EDGE_SLACK L0 (a corner that
+ * rests exactly on an edge is found again despite rounding). A point deep
+ * inside the body that did not cross this edge is not its contact.
+ *
+ * Resolution, with the contact normal N = -n (from the collider into the
+ * body) and the depth d = R + r_e - s: the two ends move along N, shared by
+ * barycentric weight and inverse mass, so that the edge's point
+ * q_e = (1 - t) x_a + t x_b moves by exactly d N (the usual point-edge
+ * projection against an immovable point):
+ *   w_a = (1 - t) inv_a,  w_b = t inv_b,  D = (1 - t) w_a + t w_b,
+ *   k_a = w_a / D,  k_b = w_b / D,  x_a += d k_a N,  x_b += d k_b N.
+ * An end resting on a collider in this substep is not pushed into it (its
+ * w counts as 0 when support . N < 0, as in contacts.c); an edge whose D is
+ * 0 (both ends pinned or held) is left alone. A lever is capped: no end
+ * moves by more than PS_EDGE_LEVER times the point (k <= 2). Two free ends
+ * of equal mass never reach it (k <= 1.21), but with one end pinned or held
+ * and the feature near it (t -> 0) the free end would move by d / t: a
+ * feature at a held particle flung its edge's other end at 400 m/s. Capped,
+ * such a contact is resolved only in part (q_e moves by ((1-t) k_a + t k_b) d).
+ * Velocities, as collide.c does for a particle, on the edge point's velocity
+ * v_e = (1 - t) v_a + t v_b relative to the surface, v_r = v_e - u,
+ * vn = v_r . N: if vn < 0, vn' = -e vn (0 if -vn <= rest_speed), dvn =
+ * vn' - vn; Coulomb friction bounded by mu dvn: static (|v_t| <= mu dvn)
+ * stops v_t and undoes the substep's tangential slip of q_e relative to the
+ * surface, (q_e - (1 - t) p_a - t p_b) - h u; kinetic shrinks |v_t| by mu dvn
+ * and multiplies by keep. The change dv of v_e (a move dx of q_e) is given
+ * to the ends as k_a dv and k_b dv: q_e changes by exactly dv, and the
+ * impulses m_a k_a dv = (1 - t) dv / D on a and t dv / D on b have no moment
+ * about q_e (when no lever is capped). An end that moved is reported like a
+ * particle contact of collide.c (its contact_collider, contact_normal N, its
+ * normal impulse m_a k_a dvn added to contact_impulse) and its support
+ * becomes N.
+ *
+ * Broad phase: an edge is tested against collider j only if the sphere
+ * around j's centre of radius bound[j] reaches the edge's sphere (its
+ * midpoint, radius (1/2 + PS_EDGE_SLACK) L + max(r_a, r_b)), both grown by
+ * twice their motion in the substep (the edge's farther-moved end's
+ * |x - p|; h times the collider's speed |v_c| + |w| bound[j]); lengths are
+ * taken as L1 norms (|x| + |y|: no square root, never shorter). The cull is
+ * first taken at the pass's start for every edge (edge_near: 1 if any
+ * collider is near): each closed body's box of its outline particles, grown
+ * by its edges' largest reach, against each collider's reach, and then each
+ * edge of a body that is near a collider against that collider, so a
+ * thousand bodies far from the few obstacles cost a thousand box tests per
+ * obstacle. The sweeps visit only the near edges, each collider culled again
+ * at the current positions: an edge that a correction moves near a collider
+ * waits for the next substep.
+ *
+ * Order (the NumPy twin follows it, so results are bitwise equal):
+ * `iterations` sweeps, each over the closed bodies in row order and their
+ * edges in outline order -- or, when `reverse` is set, bodies and edges
+ * backward -- the colliders in index order and their features in index
+ * order, each contact resolved at once (Gauss-Seidel); a sweep that finds no
+ * contact ends the pass. The World reverses every other substep: two
+ * contacts that share a particle (a box resting on two small discs) are
+ * then resolved first one, then the other, and a symmetric scene is not
+ * pushed sideways by the order (forward only, an XPBD box landing on two
+ * small discs gained 0.34 m/s sideways; alternating, 0.01 m/s). Sums run
+ * left to right. In 3D outlines are not surfaces: the kernel does nothing.
+ * Returns the contacts resolved.
+ */
+#include <math.h>
+#include "internal.h"
+
+#define PS_CLOSED 1 /* body flag: the outline encloses an area (pysoft/features/bodies.py) */
+
+typedef struct {
+    double *pos, *vel, *contact_normal, *contact_impulse, *support;
+    int32_t *contact_collider;
+    const double *prev_pos, *radius, *mass, *inv_mass;
+    const int32_t *kind;
+    const double *center, *rotation, *velocity, *angular_velocity, *restitution, *friction, *keep;
+    const int32_t *face_start, *face_count;
+    const double *face_normal, *face_offset, *cap_a, *cap_b, *cap_radius, *bound;
+    double h, rest_speed;
+} Edges;
+
+/* How many features collider j has (see the essay). */
+static inline int feature_count(const Edges *s, int j)
+{
+    if (s->kind[j] == PS_CAPSULE) {
+        const double *a = s->cap_a + 2L * j, *b = s->cap_b + 2L * j;
+        return (a[0] == b[0] && a[1] == b[1]) ? 1 : 2;
+    }
+    return s->face_count[j] >= 3 ? s->face_count[j] : 0;
+}
+
+/* Feature f of collider j: world point q and radius R; 0 if it is not one (parallel faces). */
+static inline int feature(const Edges *s, int j, int f, double *q, double *R)
+{
+    double y0, y1;
+    if (s->kind[j] == PS_CAPSULE) {
+        const double *y = (f ? s->cap_b : s->cap_a) + 2L * j;
+        y0 = y[0];
+        y1 = y[1];
+        *R = s->cap_radius[j];
+    } else {
+        int m = s->face_count[j], f2 = f + 1 < m ? f + 1 : 0;
+        const double *n1 = s->face_normal + 2L * (s->face_start[j] + f);
+        const double *n2 = s->face_normal + 2L * (s->face_start[j] + f2);
+        double o1 = s->face_offset[s->face_start[j] + f];
+        double o2 = s->face_offset[s->face_start[j] + f2];
+        double det = n1[0] * n2[1] - n1[1] * n2[0];
+        if (!(det > 0.0)) return 0;
+        y0 = (o1 * n2[1] - o2 * n1[1]) / det;
+        y1 = (n1[0] * o2 - n2[0] * o1) / det;
+        *R = 0.0;
+    }
+    const double *c = s->center + 2L * j, *Rm = s->rotation + 4L * j;
+    q[0] = c[0] + (Rm[0] * y0 + Rm[1] * y1);
+    q[1] = c[1] + (Rm[2] * y0 + Rm[3] * y1);
+    return 1;
+}
+
+/* The cull (see the essay). Collider j's reach: its bound grown by twice its motion. */
+static inline double collider_reach(const Edges *s, int j)
+{
+    const double *v = s->velocity + 2L * j;
+    double speed = (fabs(v[0]) + fabs(v[1])) + fabs(s->angular_velocity[3L * j + 2]) * s->bound[j];
+    return s->bound[j] + 2.0 * (s->h * speed);
+}
+
+/* Edge (ia, ib)'s reach about its midpoint. */
+static inline double edge_reach(const Edges *s, int ia, int ib)
+{
+    const double *xa = s->pos + 2L * ia, *xb = s->pos + 2L * ib;
+    const double *pa = s->prev_pos + 2L * ia, *pb = s->prev_pos + 2L * ib;
+    double len = fabs(xb[0] - xa[0]) + fabs(xb[1] - xa[1]);
+    double moved = fabs(xa[0] - pa[0]) + fabs(xa[1] - pa[1]);
+    double moved_b = fabs(xb[0] - pb[0]) + fabs(xb[1] - pb[1]);
+    if (moved_b > moved) moved = moved_b;
+    double ra = s->radius[ia], rb = s->radius[ib];
+    return ((0.5 + PS_EDGE_SLACK) * len + (rb > ra ? rb : ra)) + 2.0 * moved;
+}
+
+/* Do edge (ia, ib) (its reach `er`) and collider j (its reach `cr`) come near? */
+static inline int edge_near_collider(const Edges *s, int ia, int ib, double er, int j, double cr)
+{
+    const double *xa = s->pos + 2L * ia, *xb = s->pos + 2L * ib, *c = s->center + 2L * j;
+    double mx = 0.5 * (xa[0] + xb[0]) - c[0], my = 0.5 * (xa[1] + xb[1]) - c[1], lim = cr + er;
+    return !(mx * mx + my * my > lim * lim);
+}
+
+/* Distance along one axis from x to the interval [lo, hi] (0 inside; an empty box, lo > hi
+ * from no finite point, is infinitely far). */
+static inline double gap(double x, double lo, double hi)
+{
+    return x < lo ? lo - x : (x > hi ? x - hi : 0.0);
+}
+
+/* Feature q (radius R) of collider j against edge (ia, ib): 1 if it was a contact. */
+static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, double R)
+{
+    double *xa = s->pos + 2L * ia, *xb = s->pos + 2L * ib;
+    double ex = xb[0] - xa[0], ey = xb[1] - xa[1], l2 = ex * ex + ey * ey, len = sqrt(l2);
+    if (!(len > PS_MIN_LENGTH)) return 0;
+    double dx = q[0] - xa[0], dy = q[1] - xa[1];
+    double t = (dx * ex + dy * ey) / l2;
+    if (!(t > 0.0 && t < 1.0)) return 0;
+    double nx = ey / len, ny = -ex / len, ta = 1.0 - t;
+    double sd = dx * nx + dy * ny;
+    double reach = R + (ta * s->radius[ia] + t * s->radius[ib]);
+    if (!(sd < reach)) return 0;
+    /* the collider's surface velocity at q: u = v_c + w x (q - c) */
+    const double *c = s->center + 2L * j, *vc = s->velocity + 2L * j;
+    double w = s->angular_velocity[3L * j + 2];
+    double ux = vc[0] - w * (q[1] - c[1]), uy = vc[1] + w * (q[0] - c[0]);
+    const double *pa = s->prev_pos + 2L * ia, *pb = s->prev_pos + 2L * ib;
+    if (sd < 0.0) { /* inside: only if it came through this edge in this substep */
+        double fx = pb[0] - pa[0], fy = pb[1] - pa[1], l0 = sqrt(fx * fx + fy * fy);
+        if (!(l0 > PS_MIN_LENGTH)) return 0;
+        double qx0 = q[0] - s->h * ux, qy0 = q[1] - s->h * uy;
+        double s0 = ((qx0 - pa[0]) * fy - (qy0 - pa[1]) * fx) / l0;
+        if (!(s0 >= -PS_EDGE_SLACK * l0)) return 0;
+    }
+    double Nx = -nx, Ny = -ny; /* from the collider into the body */
+    double wa = ta * s->inv_mass[ia], wb = t * s->inv_mass[ib];
+    const double *sa = s->support + 2L * ia, *sb = s->support + 2L * ib;
+    if (sa[0] * Nx + sa[1] * Ny < 0.0) wa = 0.0; /* an end resting on a collider stays on it */
+    if (sb[0] * Nx + sb[1] * Ny < 0.0) wb = 0.0;
+    double D = ta * wa + t * wb;
+    if (!(D > 0.0)) return 0;
+    double ka = wa / D, kb = wb / D, depth = reach - sd; /* each end's move per the point's */
+    if (ka > PS_EDGE_LEVER) ka = PS_EDGE_LEVER;
+    if (kb > PS_EDGE_LEVER) kb = PS_EDGE_LEVER;
+    xa[0] = xa[0] + Nx * (depth * ka);
+    xa[1] = xa[1] + Ny * (depth * ka);
+    xb[0] = xb[0] + Nx * (depth * kb);
+    xb[1] = xb[1] + Ny * (depth * kb);
+    int ends[2] = {ia, ib};
+    double share[2] = {ka, kb};
+    for (int k = 0; k < 2; k++) {
+        if (!(share[k] > 0.0)) continue;
+        int i = ends[k];
+        s->contact_collider[i] = j;
+        s->contact_normal[2L * i] = Nx;
+        s->contact_normal[2L * i + 1] = Ny;
+        s->support[2L * i] = Nx;
+        s->support[2L * i + 1] = Ny;
+    }
+    double *va = s->vel + 2L * ia, *vb = s->vel + 2L * ib;
+    double vrx = (ta * va[0] + t * vb[0]) - ux, vry = (ta * va[1] + t * vb[1]) - uy;
+    double vn = vrx * Nx + vry * Ny;
+    if (!(vn < 0.0)) return 1;
+    double vn_new = (-vn > s->rest_speed) ? -s->restitution[j] * vn : 0.0;
+    double dvn = vn_new - vn;
+    double vtx = vrx - vn * Nx, vty = vry - vn * Ny;
+    double vt_len = sqrt(vtx * vtx + vty * vty), limit = s->friction[j] * dvn, scale;
+    if (vt_len <= limit) {
+        /* static friction: undo the substep's slip of the edge point along the surface */
+        double slx = ((ta * xa[0] + t * xb[0]) - (ta * pa[0] + t * pb[0])) - s->h * ux;
+        double sly = ((ta * xa[1] + t * xb[1]) - (ta * pa[1] + t * pb[1])) - s->h * uy;
+        double sn = slx * Nx + sly * Ny;
+        double stx = slx - sn * Nx, sty = sly - sn * Ny;
+        xa[0] = xa[0] - stx * ka;
+        xa[1] = xa[1] - sty * ka;
+        xb[0] = xb[0] - stx * kb;
+        xb[1] = xb[1] - sty * kb;
+        scale = 0.0;
+    } else {
+        scale = (1.0 - limit / vt_len) * s->keep[j];
+    }
+    double dvx = (scale - 1.0) * vtx + dvn * Nx, dvy = (scale - 1.0) * vty + dvn * Ny;
+    va[0] = va[0] + dvx * ka;
+    va[1] = va[1] + dvy * ka;
+    vb[0] = vb[0] + dvx * kb;
+    vb[1] = vb[1] + dvy * kb;
+    if (ka > 0.0) s->contact_impulse[ia] = s->contact_impulse[ia] + s->mass[ia] * (dvn * ka);
+    if (kb > 0.0) s->contact_impulse[ib] = s->contact_impulse[ib] + s->mass[ib] * (dvn * kb);
+    return 1;
+}
+
+int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,
+                    double *contact_impulse, double *support, int32_t *edge_near,
+                    const double *prev_pos, const double *radius, const double *mass,
+                    const double *inv_mass, const int32_t *outline,
+                    const int32_t *outline_start, const int32_t *outline_count,
+                    const int32_t *body_flags, const int32_t *kind, const double *center,
+                    const double *rotation, const double *velocity,
+                    const double *angular_velocity, const double *restitution,
+                    const double *friction, const double *keep, const int32_t *face_start,
+                    const int32_t *face_count, const double *face_normal,
+                    const double *face_offset, const double *cap_a, const double *cap_b,
+                    const double *cap_radius, const double *bound, int n, int nb, int k,
+                    int nfaces, int dim, int iterations, int reverse, double h,
+                    double rest_speed)
+{
+    (void)n;
+    (void)nfaces;
+    if (dim != 2) return 0; /* 3D outlines are not surfaces */
+    Edges s = {pos, vel, contact_normal, contact_impulse, support, contact_collider, prev_pos,
+               radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity,
+               restitution, friction, keep, face_start, face_count, face_normal, face_offset,
+               cap_a, cap_b, cap_radius, bound, h, rest_speed};
+    /* the cull at the pass's start: is any collider near each edge? First a body's box of its
+     * outline particles, grown by its edges' largest reach, against each collider's reach;
+     * then each edge of a body near a collider against that collider */
+    for (int b = 0; b < nb; b++) {
+        int m = outline_count[b];
+        if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
+        const int32_t *o = outline + outline_start[b];
+        int32_t *near = edge_near + outline_start[b];
+        double lx = INFINITY, ly = INFINITY, hx = -INFINITY, hy = -INFINITY, emax = 0.0;
+        for (int e = 0; e < m; e++) {
+            const double *x = pos + 2L * o[e];
+            if (x[0] < lx) lx = x[0];
+            if (x[0] > hx) hx = x[0];
+            if (x[1] < ly) ly = x[1];
+            if (x[1] > hy) hy = x[1];
+            double er = edge_reach(&s, o[e], o[e + 1 < m ? e + 1 : 0]);
+            if (er > emax) emax = er;
+            near[e] = 0;
+        }
+        for (int j = 0; j < k; j++) {
+            if (!feature_count(&s, j)) continue;
+            const double *c = center + 2L * j;
+            double cr = collider_reach(&s, j), dx = gap(c[0], lx, hx), dy = gap(c[1], ly, hy);
+            double lim = cr + emax;
+            if (dx * dx + dy * dy > lim * lim) continue;
+            for (int e = 0; e < m; e++) {
+                int ia = o[e], ib = o[e + 1 < m ? e + 1 : 0];
+                if (!near[e] && edge_near_collider(&s, ia, ib, edge_reach(&s, ia, ib), j, cr))
+                    near[e] = 1;
+            }
+        }
+    }
+    int contacts = 0;
+    for (int it = 0; it < iterations; it++) {
+        int found = 0;
+        for (int bi = 0; bi < nb; bi++) {
+            int b = reverse ? nb - 1 - bi : bi, m = outline_count[b];
+            if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
+            const int32_t *o = outline + outline_start[b];
+            const int32_t *near = edge_near + outline_start[b];
+            for (int ei = 0; ei < m; ei++) {
+                int e = reverse ? m - 1 - ei : ei;
+                if (!near[e]) continue;
+                int ia = o[e], ib = o[e + 1 < m ? e + 1 : 0];
+                double er = edge_reach(&s, ia, ib);
+                for (int j = 0; j < k; j++) {
+                    int nf = feature_count(&s, j);
+                    if (!nf || !edge_near_collider(&s, ia, ib, er, j, collider_reach(&s, j)))
+                        continue;
+                    for (int f = 0; f < nf; f++) {
+                        double q[2], R;
+                        if (feature(&s, j, f, q, &R)) found += edge_feature(&s, ia, ib, j, q, R);
+                    }
+                }
+            }
+        }
+        contacts += found;
+        if (!found) break;
+    }
+    return contacts;
+}
