@@ -38,6 +38,7 @@ from pysoft.world import World
 
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
+BRACE = 0.25  # a box's skip-one brace springs, as a fraction of its lattice springs' stiffness
 MAX_MESH_POINTS = 100_000  # interior particles build.polygon will make
 MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares every pair of edges)
 
@@ -117,15 +118,29 @@ def _spring_defaults(mass: float, stiffness: float | None, damping: float | None
 
 
 def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
-            models: set[str], k: float, c: float, amount: float | None, match: tuple[float, float],
+            models: set[str], k: Any, c: float, amount: float | None, match: tuple[float, float],
             wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
             compliance: float = 1e-5, area_compliance: float = 0.0,
             body: dict[str, Any] | None = None, max_strain: float | None = None,
             skin: tuple[float, float, float | None] | None = None) -> int:
-    """The lattice as springs and/or XPBD constraints (outline edges at least, for a gas bag)
-    and the body with its models. With gas, the springs' rest lengths are prestressed so the
-    built shape is an equilibrium; ``skin`` (see _prestress) lets a gas bag's skin
-    stiffness follow from the gas."""
+    """The lattice as springs (stiffness ``k``: one, or one per pair) and/or XPBD constraints
+    (outline edges at least, for a gas bag) and the body with its models. With gas, the
+    springs' rest lengths are prestressed so the built shape is an equilibrium; ``skin``
+    (see _prestress) lets a gas bag's skin stiffness follow from the gas. If anything is
+    refused, the builder's particles (and with them all it added) are removed again."""
+    try:
+        return _assemble(world, entities, outline, pairs, models, k, c, amount, match, wobble_damping,
+                         triangles, compliance, area_compliance, body, max_strain, skin)
+    except Exception:
+        world.remove(*entities.tolist())  # a builder that fails adds nothing
+        raise
+
+
+def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
+              models: set[str], k: Any, c: float, amount: float | None, match: tuple[float, float],
+              wobble_damping: float, triangles: np.ndarray | None, compliance: float,
+              area_compliance: float, body: dict[str, Any] | None, max_strain: float | None,
+              skin: tuple[float, float, float | None] | None) -> int:
     if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
         pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
     if "springs" in models and len(pairs):
@@ -182,8 +197,8 @@ def gas_forces(pos: np.ndarray, outline: np.ndarray, amount: float) -> np.ndarra
 
 
 def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.ndarray,
-               amount: float, k: float, c: float,
-               skin: tuple[float, float, float | None] | None) -> tuple[float, float, np.ndarray]:
+               amount: float, k: Any, c: float,
+               skin: tuple[float, float, float | None] | None) -> tuple[Any, float, np.ndarray]:
     """Stiffness, damping and rest lengths that make the built shape an equilibrium of the
     springs and the gas.
 
@@ -215,7 +230,8 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
         c = 0.4 * math.sqrt(k * mass) if damping is None else damping
     rest: np.ndarray = length - tension / k
     if not (rest > 0.5 * length).all():
-        raise ValueError(f"amount {amount:g} is more gas than the springs (stiffness {k:.4g} N/m) "
+        raise ValueError(f"amount {amount:g} is more gas than the springs "
+                         f"(stiffness {float(np.min(k)):.4g} N/m) "
                          "can hold at twice their rest length: lower amount, raise stiffness or "
                          "use more substeps")
     return k, c, rest
@@ -253,14 +269,19 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     pos = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2) + c
     idx = np.arange(nx * ny).reshape(ny, nx)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
-    pairs = grid_pairs(nx, ny)
+    idx_ = np.arange(nx * ny).reshape(ny, nx)
+    bends = [np.stack([idx_[:, :-2].ravel(), idx_[:, 2:].ravel()], 1),  # skip one along rows
+             np.stack([idx_[:-2, :].ravel(), idx_[2:, :].ravel()], 1)]  # and along columns
+    grid = grid_pairs(nx, ny)
+    pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
     entities = np.asarray(world.add_particles(pos, masses=m, radii=radius), dtype=np.int64)
     if amount is None:
         amount = _default_amount(mass, w * h)
     a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles
     c_, d_ = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
     triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
-    return _finish(world, entities, outline, pairs, models, k, d, amount,
+    ks = np.concatenate([np.full(len(grid), k), np.full(len(pairs) - len(grid), BRACE * k)])
+    return _finish(world, entities, outline, pairs, models, ks, d, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance,
                    area_compliance, body, tear, _skin(models, m, stiffness, damping))
 

@@ -2,7 +2,7 @@
 
 The scenario of the robustness matrix that the defaults must pass on their own: at the
 World's defaults (60 Hz, 8 substeps), each body is dropped so that its lowest point falls
-about 1 m onto a floor of friction 0.5, and after 8 s
+about 1 m onto a floor of friction 0.5, and after 10 s
 - nothing is non-finite and no InstabilityError was raised;
 - the outline's area is within 10 % of the built outline's, and positive;
 - the outline does not cross itself;
@@ -24,7 +24,7 @@ import pysoft
 from pysoft import build
 from pysoft.shapes import signed_area
 
-SECONDS, REST_WINDOW = 8.0, 0.5
+SECONDS, REST_WINDOW = 10.0, 0.5
 AREA_TOLERANCE, REST_SPEED = 0.10, 0.05
 
 HEXAGON = np.array([(0.5 * math.cos(a), 0.5 * math.sin(a)) for a in np.arange(6) * math.pi / 3])
@@ -58,15 +58,12 @@ def _cells() -> list[tuple[str, Maker]]:
 
 
 # Cells that do not hold yet (issue 10 is open): each names what is wrong.
-BOUNCE = ("a particle pressed onto the floor by its body (gas, shape matching) approaches "
-          "faster than rest_speed within one substep and bounces off with the floor's "
-          "restitution (0.3) every other substep: restitution must skip resting contacts")
 RING = ("an XPBD ring rocks on a friction floor (static friction's slip undo lags the "
         "constraints' velocity-following corrections)")
-KNOWN = {name: BOUNCE for name in ("disc-springs", "circle-pressure", "disc-pressure",
-                                   "disc-springs+pressure", "circle-springs+shape_matching",
-                                   "disc-springs+shape_matching", "circle-pressure+shape_matching",
-                                   "disc-pressure+shape_matching")}
+ROCK = ("a gas ring with shape matching balances on its bottom particle for 9 s, then rocks on "
+        "its facets for about 30 s more: the rolling of a round body is damped only by its "
+        "impacts (no rolling resistance)")
+KNOWN = {"circle-pressure+shape_matching": ROCK}
 KNOWN |= {name: RING for name in ("circle-xpbd", "disc-xpbd", "circle-xpbd+shape_matching",
                                   "disc-xpbd+shape_matching")}
 
@@ -118,3 +115,40 @@ def test_dropped_on_a_floor_it_comes_to_rest_at_its_shape(make: Maker) -> None:
     area = signed_area(ring)
     assert area > 0.0 and abs(area / built - 1.0) <= AREA_TOLERANCE, f"area {area / built:.3f} of built"
     assert crossings(ring) == 0
+
+
+README_STAR = [(6, 1), (7, 1.5), (8, 1), (7.5, 2), (8, 3), (6, 3)]
+
+
+@pytest.mark.parametrize("model", ["springs", "xpbd", "springs+pressure"])
+def test_the_readme_star_keeps_its_shape(model: str) -> None:
+    """The README's concave star (outline every 0.3 m), dropped 0.5 m with the defaults: it
+    kept 10 % of its area with springs and crumpled with XPBD (10 self-crossings) before the
+    mesh and its braces; now within 10 % of its area, uncrossed, at rest after 10 s."""
+    w = pysoft.World()
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    b = build.polygon(w, np.add(README_STAR, (-7.0, -0.5)), model=model, segment=0.3)
+    rows = [w.row(e) for e in w.body(b).outline]
+    built = signed_area(w.positions[rows])
+    for _ in range(600):
+        w.step()
+    ring = w.positions[rows]
+    assert abs(signed_area(ring) / built - 1.0) <= AREA_TOLERANCE
+    assert crossings(ring) == 0 and float(np.abs(w.velocities).max()) < REST_SPEED
+
+
+@pytest.mark.parametrize("make", [
+    lambda w: build.box(w, model="springs+pressure", amount=1e6),
+    lambda w: build.polygon(w, HEXAGON, model="pressure", amount=1e6),
+    lambda w: build.ball(w, radius=0.25, amount=1e5),
+], ids=["box", "polygon", "ball"])
+def test_more_gas_than_the_springs_hold_is_refused(make: Maker) -> None:
+    """Gas that would stretch the prestressed springs past twice their rest length raises
+    ValueError naming amount, and the world keeps nothing of the body."""
+    w = pysoft.World()
+    build.box(w)  # something already there stays as it was
+    before = (w.store.particles.n, w.store.springs.n, w.store.bodies.n, w.positions.copy())
+    with pytest.raises(ValueError, match="amount"):
+        make(w)
+    assert (w.store.particles.n, w.store.springs.n, w.store.bodies.n) == before[:3]
+    assert np.array_equal(w.positions, before[3])

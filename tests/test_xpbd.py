@@ -165,9 +165,14 @@ def test_removing_a_particle_removes_its_constraints(backend: str) -> None:
     assert np.isfinite(w.positions).all()
 
 
+# When to compare: while the wobble is still a few per cent of the squash (a braced spring
+# box's is down to 1e-6 of it by 0.5 s, where only rounding and phase are left to compare).
+WOBBLE_AT = {"springs": 0.1, "shape_matching": 0.5, "pressure": 0.5}
+
+
 def _wobble(backend: str, dt: float, model: str) -> tuple[float, float]:
     """RMS distance of a squashed body's particles from the shape it settles into (its shape
-    after 4 s, about the centroid): at the start and after 0.5 s."""
+    after 4 s, about the centroid): at the start and after WOBBLE_AT[model] seconds."""
     w = pysoft.World(gravity=(0.0, 0.0), dt=dt, substeps=8, backend=backend)
     if model == "pressure":  # a gas bag: the skin's damping and the wobble damping
         build.circle(w, center=(0.0, 0.0), model=model)
@@ -177,7 +182,7 @@ def _wobble(backend: str, dt: float, model: str) -> tuple[float, float]:
     shapes = [w.positions - w.positions.mean(axis=0)]
     for frame in range(1, round(4.0 / dt) + 1):
         w.step()
-        if frame == round(0.5 / dt):
+        if frame == round(WOBBLE_AT[model] / dt):
             shapes.append(w.positions - w.positions.mean(axis=0))
     settled = w.positions - w.positions.mean(axis=0)
     start, half = (float(np.sqrt(((x - settled) ** 2).sum(axis=1).mean())) for x in shapes)
@@ -189,7 +194,8 @@ def _wobble(backend: str, dt: float, model: str) -> tuple[float, float]:
 def test_damping_does_not_depend_on_the_frame_rate(backend: str, model: str) -> None:
     """Every damping is a force or exp(-rate h), never a factor per step: a squashed body
     (spring damping; shape-matching damping; a gas ring's skin and wobble damping) stepped at 60 Hz and
-    at 120 Hz (same substeps) has the same residual wobble after 0.5 s, within 5 % of each
+    at 120 Hz (same substeps) has the same residual wobble (after 0.5 s; 0.1 s for the
+    braced spring box, see WOBBLE_AT), within 5 % of each
     other, and the wobble has really decayed (< 50 % of the squash). XPBD is left out: its
     implicit update damps by itself, more for longer steps (see README, design notes)."""
     (start, slow), (_, fast) = _wobble(backend, 1 / 60, model), _wobble(backend, 1 / 120, model)

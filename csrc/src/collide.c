@@ -43,7 +43,11 @@
  * Resolution, relative to the collider's surface velocity at the contact,
  * u = v_c + w x (x - c) (w: angular velocity, (k, 3); in 2D only w_z):
  *   x += depth n;  vn = (v - u) . n;  if vn < 0:
- *     vn' = -e vn, or 0 if -vn <= rest_speed (no resting jitter);
+ *     vn' = -e vn, or 0 if -vn <= rest_speed or the particle was touching the
+ *     surface at the substep's start (its start position, carried by the surface,
+ *     within rest_speed h of the grown shape): a particle pressed onto a floor by
+ *     its body gains more than rest_speed in one substep, and that is its load,
+ *     not an impact (no resting jitter);
  *     Coulomb friction with the normal impulse per unit mass dvn = vn' - vn:
  *     if |vt| <= mu dvn static friction holds: vt = 0 and the substep's
  *     tangential displacement relative to the surface is undone (no creep);
@@ -269,6 +273,29 @@ PS_INLINE void surface_velocity(double *u, const double *x, int j, const double 
     }
 }
 
+/* Was the particle (radius r) touching collider j at the substep's start? Its start
+ * position p0, carried along by the surface (p0 + h u), lies within rest_speed h of the
+ * grown shape: a particle that arrives from free flight slower than rest_speed bounces
+ * no more than one that started the substep on the surface. */
+PS_INLINE int touching(const double *p0, const double *u, double h, double r, double rest_speed,
+                       int j, const int32_t *kind, const double *center, const double *rotation,
+                       const int32_t *face_start, const int32_t *face_count,
+                       const double *face_normal, const double *face_offset, const double *cap_a,
+                       const double *cap_b, const double *cap_radius, int dim)
+{
+    double y[3], yl[3], nl[3];
+    for (int c = 0; c < dim; c++) y[c] = p0[c] + h * u[c];
+    to_local(yl, y, center + (long)j * dim, rotation + (long)j * dim * dim, dim);
+    double grown = r + rest_speed * h, depth;
+    if (kind[j] == PS_POLYTOPE)
+        depth = polytope_contact(nl, yl, yl, grown, face_normal + (long)face_start[j] * dim,
+                                 face_offset + face_start[j], face_count[j], dim);
+    else
+        depth = capsule_contact(nl, yl, yl, grown, cap_a + (long)j * dim, cap_b + (long)j * dim,
+                                cap_radius[j], dim);
+    return depth > 0.0;
+}
+
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, face_start, \
                                  face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, \
                                  bound, grow, k, dim)
@@ -315,7 +342,13 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
             double vn = ps_dot(vr, nrm, dim);
             if (!(vn < 0.0)) continue;
-            double vn_new = (-vn > rest_speed) ? -restitution[j] * vn : 0.0;
+            /* a resting contact (touching at the substep's start) does not bounce: the
+             * approach it gained in one substep is its load, not an impact */
+            double vn_new = (-vn > rest_speed
+                             && !touching(p0, u, h, radius[i], rest_speed, j, kind, center,
+                                          rotation, face_start, face_count, face_normal,
+                                          face_offset, cap_a, cap_b, cap_radius, dim))
+                            ? -restitution[j] * vn : 0.0;
             double dvn = vn_new - vn;
             double vt[3];
             for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];

@@ -166,6 +166,26 @@ def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, c
     return best, best_j, best_n
 
 
+def _touching(p0: F64, u: F64, h: float, r: F64, rest_speed: float, j: np.ndarray, kind: I32,
+              center: F64, rotation: F64, face_start: I32, face_count: I32, face_normal: F64,
+              face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64, dim: int) -> np.ndarray:
+    """Whether each particle touched its collider j at the substep's start (p0 + h u within
+    rest_speed h of the grown shape), as C's touching()."""
+    y = p0 + h * u
+    grown = r + rest_speed * h
+    out = np.zeros(len(j), dtype=bool)
+    for jj in np.unique(j):
+        sel = np.flatnonzero(j == jj)
+        yl = _to_local(y[sel], center[jj], rotation[jj], dim)
+        if kind[jj] == POLYTOPE:
+            lo, hi = face_start[jj], face_start[jj] + face_count[jj]
+            depth, _ = _polytope_contact(yl, yl, grown[sel], face_normal[lo:hi], face_offset[lo:hi], dim)
+        else:
+            depth, _ = _capsule_contact(yl, yl, grown[sel], cap_a[jj], cap_b[jj], cap_radius[jj], dim)
+        out[sel] = depth > 0.0
+    return out
+
+
 def _surface_velocity(x: F64, j: np.ndarray, center: F64, velocity: F64, angular_velocity: F64,
                       dim: int) -> F64:
     """``u = v_c + w x (x - c)`` of colliders ``j`` at points ``x``."""
@@ -215,7 +235,14 @@ def collide(
         vr = vel[active] - u
         vn = dot(vr, nrm, dim)
         app = vn < 0.0
-        vn_new = np.where(-vn > rest_speed, -restitution[j_] * vn, 0.0)
+        fast = -vn > rest_speed
+        bounce = fast.copy()
+        if fast.any():
+            f = np.flatnonzero(fast)
+            bounce[f] = ~_touching(prev_pos[active[f]], u[f], h, radius[active[f]], rest_speed, j_[f],
+                                   kind, center, rotation, face_start, face_count, face_normal,
+                                   face_offset, cap_a, cap_b, cap_radius, dim)
+        vn_new = np.where(bounce, -restitution[j_] * vn, 0.0)
         dvn = vn_new - vn
         vt = vr - vn[:, None] * nrm
         vt_len = np.sqrt(dot(vt, vt, dim))
