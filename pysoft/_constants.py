@@ -16,5 +16,10 @@ EDGE_SLACK = 0.1
 # with a collider (edges.c: a lever about a pinned or held end is capped)
 EDGE_LEVER = 2.0
 
+# m: a particle that starts a substep this close inside a polytope face (the rounding of a
+# push-out onto that face, or of carrying the start with a moving collider) still counts as
+# starting outside it, so the swept test finds the face it came through (collide.c)
+SWEEP_SLOP = 1e-9
+
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
-            "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER}
+            "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP}

@@ -136,6 +136,7 @@ class Pipeline:
         self.forces: list[ForceTerm] = []
         self.constraints: list[SubstepTerm] = []
         self.collide: list[SubstepTerm] = []
+        self.settle: list[SubstepTerm] = []  # after every collide term (the constraints' settle)
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
         self.time = 0.0  # simulated seconds before this frame
@@ -223,6 +224,8 @@ class Collide(Stage):
 
     def process(self, h: float) -> None:
         for term in self.pipeline.collide:
+            term.run(h)
+        for term in self.pipeline.settle:
             term.run(h)
 
 

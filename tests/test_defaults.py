@@ -58,14 +58,10 @@ def _cells() -> list[tuple[str, Maker]]:
 
 
 # Cells that do not hold yet (issue 10 is open): each names what is wrong.
-RING = ("an XPBD ring rocks on a friction floor (static friction's slip undo lags the "
-        "constraints' velocity-following corrections)")
 ROCK = ("a gas ring with shape matching balances on its bottom particle for 9 s, then rocks on "
         "its facets for about 30 s more: the rolling of a round body is damped only by its "
         "impacts (no rolling resistance)")
 KNOWN = {"circle-pressure+shape_matching": ROCK}
-KNOWN |= {name: RING for name in ("circle-xpbd", "disc-xpbd", "circle-xpbd+shape_matching",
-                                  "disc-xpbd+shape_matching")}
 
 
 def crossings(ring: np.ndarray) -> int:

@@ -107,7 +107,8 @@ PS_INLINE double polytope_contact(double *nrm, const double *p, const double *x,
         const double *n = fn + (long)f * dim;
         double d0 = ps_dot(n, p, dim) - fo[f];
         double d1 = ps_dot(n, x, dim) - fo[f];
-        if (d0 >= 0.0) {
+        /* a start within PS_SWEEP_SLOP inside the face, moving inward, is outside it */
+        if (d0 >= 0.0 || (d0 >= -PS_SWEEP_SLOP && d1 < d0)) {
             outside = 1;
             if (d1 >= 0.0) {
                 missed = 1;
@@ -211,50 +212,6 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
     return depth > 0.0 ? depth : 0.0;
 }
 
-/* The deepest contact of particle i (at x, from p0) over all colliders: its depth
- * (0: none), collider (-1: none) and world normal. */
-PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const double *p0,
-                         double r, const int32_t *kind, const double *center,
-                         const double *rotation, const int32_t *face_start,
-                         const int32_t *face_count, const double *face_normal,
-                         const double *face_offset, const double *cap_a, const double *cap_b,
-                         const double *cap_radius, const double *bound, const double *grow,
-                         int k, int dim)
-{
-    double best = 0.0;
-    double path_len = -1.0;  /* |x - p|, computed at the first bounded collider */
-    *best_j = -1;
-    for (int j = 0; j < k; j++) {
-        const double *c = center + (long)j * dim;
-        const double *R = rotation + (long)j * dim * dim;
-        double xl[3], pl[3], nl[3] = {0.0, 0.0, 0.0}, depth;
-        if (bound[j] <= DBL_MAX) {
-            double off[3], path[3];
-            if (path_len < 0.0) {
-                for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
-                path_len = sqrt(ps_dot(path, path, dim));
-            }
-            for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
-            double lim = bound[j] + grow[j] * r + path_len;
-            if (ps_dot(off, off, dim) > lim * lim) continue;
-        }
-        to_local(xl, x, c, R, dim);
-        to_local(pl, p0, c, R, dim);
-        if (kind[j] == PS_POLYTOPE)
-            depth = polytope_contact(nl, pl, xl, r, face_normal + (long)face_start[j] * dim,
-                                     face_offset + face_start[j], face_count[j], dim);
-        else
-            depth = capsule_contact(nl, pl, xl, r, cap_a + (long)j * dim, cap_b + (long)j * dim,
-                                    cap_radius[j], dim);
-        if (depth > best) {
-            best = depth;
-            *best_j = j;
-            to_world(best_n, nl, R, dim);
-        }
-    }
-    return best;
-}
-
 /* Surface velocity of collider j at x: u = v_c + w x (x - c). */
 PS_INLINE void surface_velocity(double *u, const double *x, int j, const double *center,
                                 const double *velocity, const double *angular_velocity, int dim)
@@ -271,6 +228,77 @@ PS_INLINE void surface_velocity(double *u, const double *x, int j, const double 
         u[1] = vc[1] + (w[2] * rel[0] - w[0] * rel[2]);
         u[2] = vc[2] + (w[0] * rel[1] - w[1] * rel[0]);
     }
+}
+
+/* Does collider j move (a velocity or an angular velocity)? */
+PS_INLINE int moves(int j, const double *velocity, const double *angular_velocity, int dim)
+{
+    const double *v = velocity + (long)j * dim, *w = angular_velocity + 3L * j;
+    for (int a = 0; a < dim; a++)
+        if (v[a] != 0.0) return 1;
+    return w[0] != 0.0 || w[1] != 0.0 || w[2] != 0.0;
+}
+
+/* The deepest contact of particle i (at x, from p0) over all colliders: its depth
+ * (0: none), collider (-1: none) and world normal. Against a moving collider the
+ * substep's start is taken in the collider's frame: p0 carried by the surface,
+ * p0 + h u(p0), so a particle the plate pushed last substep starts outside it, not
+ * inside it where the plate has since moved. */
+PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const double *p0,
+                         double r, const int32_t *kind, const double *center,
+                         const double *rotation, const double *velocity,
+                         const double *angular_velocity, const int32_t *face_start,
+                         const int32_t *face_count, const double *face_normal,
+                         const double *face_offset, const double *cap_a, const double *cap_b,
+                         const double *cap_radius, const double *bound, const double *grow,
+                         int k, int dim, double h)
+{
+    double best = 0.0;
+    double path_len = -1.0;  /* |x - p|, computed at the first bounded still collider */
+    *best_j = -1;
+    for (int j = 0; j < k; j++) {
+        const double *c = center + (long)j * dim;
+        const double *R = rotation + (long)j * dim * dim;
+        double xl[3], pl[3], nl[3] = {0.0, 0.0, 0.0}, depth, carried[3];
+        const double *pj = p0;
+        int moving = moves(j, velocity, angular_velocity, dim);
+        if (moving) {
+            double u[3];
+            surface_velocity(u, p0, j, center, velocity, angular_velocity, dim);
+            for (int a = 0; a < dim; a++) carried[a] = p0[a] + h * u[a];
+            pj = carried;
+        }
+        if (bound[j] <= DBL_MAX) {
+            double off[3], path[3], len;
+            if (moving) {
+                for (int a = 0; a < dim; a++) path[a] = x[a] - pj[a];
+                len = sqrt(ps_dot(path, path, dim));
+            } else {
+                if (path_len < 0.0) {
+                    for (int a = 0; a < dim; a++) path[a] = x[a] - p0[a];
+                    path_len = sqrt(ps_dot(path, path, dim));
+                }
+                len = path_len;
+            }
+            for (int a = 0; a < dim; a++) off[a] = x[a] - c[a];
+            double lim = bound[j] + grow[j] * r + len;
+            if (ps_dot(off, off, dim) > lim * lim) continue;
+        }
+        to_local(xl, x, c, R, dim);
+        to_local(pl, pj, c, R, dim);
+        if (kind[j] == PS_POLYTOPE)
+            depth = polytope_contact(nl, pl, xl, r, face_normal + (long)face_start[j] * dim,
+                                     face_offset + face_start[j], face_count[j], dim);
+        else
+            depth = capsule_contact(nl, pl, xl, r, cap_a + (long)j * dim, cap_b + (long)j * dim,
+                                    cap_radius[j], dim);
+        if (depth > best) {
+            best = depth;
+            *best_j = j;
+            to_world(best_n, nl, R, dim);
+        }
+    }
+    return best;
 }
 
 /* Was the particle (radius r) touching collider j at the substep's start? Its start
@@ -296,9 +324,9 @@ PS_INLINE int touching(const double *p0, const double *u, double h, double r, do
     return depth > 0.0;
 }
 
-#define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, face_start, \
-                                 face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, \
-                                 bound, grow, k, dim)
+#define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \
+                                 angular_velocity, face_start, face_count, face_normal, \
+                                 face_offset, cap_a, cap_b, cap_radius, bound, grow, k, dim, h)
 
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,

@@ -12,7 +12,9 @@
  *                   been inside an outline edge's line at the substep's start and
  *                   still be that edge's contact (edges.c);
  *   PS_EDGE_LEVER   the most an outline edge's end moves per unit of its
- *                   contact point's move (edges.c).
+ *                   contact point's move (edges.c);
+ *   PS_SWEEP_SLOP   how far inside a polytope face a substep's start may be and
+ *                   still count as outside it for the swept test (collide.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
@@ -20,7 +22,7 @@
 #include "pysoft.h"
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
-    || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER)
+    || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 

@@ -92,10 +92,13 @@ class _Solver:
         self.table = T = self.links.table
         self.batches = Batches(T)
         a = ctx.store.particles.arrays
-        self.solve = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["inv_mass"],
-                              **{"lambda": T.arrays["lambda"], index: T.arrays[index],
-                                 rest: T.arrays[rest], "compliance": T.arrays["compliance"],
-                                 "order": self.batches.order, "batch_start": self.batches.start})
+        rest_of = {"lambda": T.arrays["lambda"], index: T.arrays[index], rest: T.arrays[rest],
+                   "compliance": T.arrays["compliance"], "order": self.batches.order,
+                   "batch_start": self.batches.start}
+        self.solve = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["inv_mass"], **rest_of)
+        # the settle solve: particles a collider holds this substep count as immovable
+        self.settle = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["settle_inv_mass"],
+                               **rest_of)
 
     def add(self, what: str, make: Any, ends: np.ndarray, rows: np.ndarray, **values: Any) -> list[int]:
         entities = self.links.add(what, make, ends, rows, **values)
@@ -115,13 +118,49 @@ class _ConstraintTerm:
         self.ctx, self.solvers = ctx, solvers
 
     def run(self, h: float) -> None:
-        live = [s for s in self.solvers if s.table.n]
+        self.sweep([s for s in self.solvers if s.table.n], h, settle=False)
+
+    def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         for s in live:  # multipliers accumulate over one substep's iterations
             s.table.arrays["lambda"][: s.table.n] = 0.0
         dim = self.ctx.dim
         for _ in range(self.ctx.settings._constraint_iterations if live else 0):
             for s in live:
-                s.solve(s.table.n, s.batches.colours, dim, h)
+                (s.settle if settle else s.solve)(s.table.n, s.batches.colours, dim, h)
+
+
+class _SettleTerm:
+    """After the collide stage, the constraints are solved again with the particles a collider
+    holds in this substep (a nonzero ``support``) immovable.
+
+    Static friction puts a held particle back where the substep began, after the constraint
+    solve had moved it; its neighbours kept their share of that correction (and, following
+    it, velocity). Left to the next substep, the constraint would pull them back, and back
+    again: a substep-long cycle of corrections that keeps a resting XPBD ring rocking at
+    0.1 m/s. Solved again at once around the held particles, the constraints end the
+    substep satisfied and the velocities consistent with the positions. Skipped when no
+    particle is held.
+    """
+
+    def __init__(self, ctx: Context, term: _ConstraintTerm) -> None:
+        self.ctx, self.term, self.P = ctx, term, ctx.store.particles
+        self.runs = 0  # substeps in which it solved (for the kernel-call accounting in the tests)
+
+    def run(self, h: float) -> None:
+        live = [s for s in self.term.solvers if s.table.n]
+        P = self.P
+        if not (live and self.ctx.store.colliders.n):
+            return
+        support = P.view("support")
+        if not support.any():
+            return
+        held = P.view("settle_inv_mass")  # 1 - sign(|support|^2), then times inv_mass, in place
+        np.einsum("ij,ij->i", support, support, out=held)
+        np.sign(held, out=held)
+        np.subtract(1.0, held, out=held)
+        np.multiply(held, P.view("inv_mass"), out=held)
+        self.runs += 1
+        self.term.sweep(live, h, settle=True)
 
 
 class Constraints(Feature):
@@ -134,7 +173,14 @@ class Constraints(Feature):
         super().__init__(ctx)
         self.distances = _Solver(ctx, "xpbd_distance", "distances", 2, "pairs", "rest_length")
         self.volumes = _Solver(ctx, "xpbd_volume", "volumes", ctx.dim + 1, "simplices", "rest_volume")
-        ctx.pipeline.constraints.append(_ConstraintTerm(ctx, (self.distances, self.volumes)))
+        term = _ConstraintTerm(ctx, (self.distances, self.volumes))
+        ctx.pipeline.constraints.append(term)
+        ctx.pipeline.settle.append(_SettleTerm(ctx, term))
+
+    @staticmethod
+    def particle_fields(dim: int) -> dict[str, Field]:
+        # the settle solve's inverse masses: 0 for a particle a collider holds (workspace)
+        return {"settle_inv_mass": Field((), np.float64)}
 
     def add_distance_constraint(self, a: int, b: int, compliance: float = 0.0,
                                 rest_length: float | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pysoft._constants import SWEEP_SLOP
 from pysoft.twins._common import F64, I32, MIN_LENGTH, POLYTOPE, dot
 
 
@@ -48,7 +49,7 @@ def _polytope_contact(p: F64, x: F64, r: F64, fn: F64, fo: F64, dim: int) -> tup
         d0 = _vdot(fn[f], p, dim) - fo[f]  # against the core: the centre's path
         s1 = _vdot(fn[f], x, dim) - fo[f]
         d1 = s1
-        out = d0 >= 0.0
+        out = (d0 >= 0.0) | ((d0 >= -SWEEP_SLOP) & (d1 < d0))
         outside |= out
         missed |= out & (d1 >= 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -138,9 +139,11 @@ def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int)
 def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, center: F64,
              rotation: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
              cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, k: int,
-             dim: int) -> tuple[F64, np.ndarray, F64]:
+             dim: int, velocity: F64, angular_velocity: F64,
+             h: float) -> tuple[F64, np.ndarray, F64]:
     """The deepest contact of each particle ``idx`` over all colliders: depth (0: none),
-    collider (-1: none) and world normal, colliders in index order as in C."""
+    collider (-1: none) and world normal, colliders in index order as in C; against a
+    moving collider the start is carried by its surface (p0 + h u(p0))."""
     x, p0, r = pos[idx], prev_pos[idx], radius[idx]
     best = np.zeros(len(idx))
     best_j = np.full(len(idx), -1)
@@ -148,11 +151,17 @@ def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, c
     path = x - p0
     path_len = np.sqrt(dot(path, path, dim))
     for j in range(k):
+        pj, length = p0, path_len
+        if velocity[j].any() or angular_velocity[j].any():
+            pj = p0 + h * _surface_velocity(p0, np.full(len(idx), j), center, velocity,
+                                            angular_velocity, dim)
+            carried = x - pj
+            length = np.sqrt(dot(carried, carried, dim))
         off = x - center[j]
-        lim = bound[j] + grow[j] * r + path_len
+        lim = bound[j] + grow[j] * r + length
         near = np.flatnonzero(~(dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
         R = rotation[j]
-        xl, pl = _to_local(x[near], center[j], R, dim), _to_local(p0[near], center[j], R, dim)
+        xl, pl = _to_local(x[near], center[j], R, dim), _to_local(pj[near], center[j], R, dim)
         if kind[j] == POLYTOPE:
             lo, hi = face_start[j], face_start[j] + face_count[j]
             depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
@@ -215,7 +224,7 @@ def collide(
     """Particles against colliders: swept entry or nearest surface, deepest wins; response;
     then particles whose slip was undone are projected out again without friction."""
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
-             cap_b, cap_radius, bound, grow, k, dim)
+             cap_b, cap_radius, bound, grow, k, dim, velocity, angular_velocity, h)
     contacts = 0
     support[:n] = 0.0
     active = np.flatnonzero(inv_mass[:n] != 0.0)
