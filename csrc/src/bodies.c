@@ -8,7 +8,11 @@
  * holding nRT = amount has pressure P = amount / max(A, min_area). Each edge
  * e = x_{i+1} - x_i feels P |e| along its outward normal (e_y, -e_x)/|e|, half
  * on each endpoint:  F_i += P/2 (e_y, -e_x),  F_{i+1} += P/2 (e_y, -e_x).
- * min_area (a small fraction of the rest area) keeps a crushed body finite.
+ * min_area (a tenth of the rest area) keeps a crushed body's pressure finite
+ * (at most 10x its rest pressure), and it is what turns an outline inside out
+ * (A <= 0, clockwise, so its edge normals point into the region it encloses)
+ * back: the gas pushes it through itself at that bounded pressure until it
+ * encloses its gas again, instead of blowing it apart.
  *
  * Shape matching (Mueller et al. 2005, "Meshless deformations based on shape
  * matching"; seed 000), for members x_i with rest offsets q_i:

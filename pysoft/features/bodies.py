@@ -22,6 +22,10 @@ from pysoft._store import Field, Incidence, Ragged, Table
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.shapes import signed_area
 
+# the gas's pressure is that of at least this fraction of the rest area: a crushed body's gas
+# pushes back at up to 10x its rest pressure, and an outline turned inside out (area <= 0)
+# is pushed back through itself by that much, never blown apart
+MIN_AREA_FRACTION = 0.1
 MAX_BODIES = 1 << 20
 MAX_MEMBERS = 1 << 25
 CLOSED, SELF = 1, 2  # body flags: an outline that encloses an area; self-collision
@@ -311,7 +315,7 @@ class Bodies(Feature):
                                                              models))[0])
         if area > 0.0:
             flags |= CLOSED
-        row = B.add(1, min_area=1e-3 * area, entity=[entity], flags=flags, **material)
+        row = B.add(1, min_area=MIN_AREA_FRACTION * area, entity=[entity], flags=flags, **material)
         self.members.assign(row, rows=P.rows(members).astype(np.int32), particle=members,
                             rest=xy - xy.mean(axis=0))
         self.outline.assign(row, rows=P.rows(ring).astype(np.int32), particle=ring)
