@@ -251,7 +251,7 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
                          const int32_t *face_count, const double *face_normal,
                          const double *face_offset, const double *cap_a, const double *cap_b,
                          const double *cap_radius, const double *bound, const double *grow,
-                         int k, int dim, double h)
+                         int k, int dim, double h, int any_moving)
 {
     double best = 0.0;
     double path_len = -1.0;  /* |x - p|, computed at the first bounded still collider */
@@ -261,7 +261,7 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
         const double *R = rotation + (long)j * dim * dim;
         double xl[3], pl[3], nl[3] = {0.0, 0.0, 0.0}, depth, carried[3];
         const double *pj = p0;
-        int moving = moves(j, velocity, angular_velocity, dim);
+        int moving = any_moving && moves(j, velocity, angular_velocity, dim);
         if (moving) {
             double u[3];
             surface_velocity(u, p0, j, center, velocity, angular_velocity, dim);
@@ -326,7 +326,8 @@ PS_INLINE int touching(const double *p0, const double *u, double h, double r, do
 
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \
                                  angular_velocity, face_start, face_count, face_normal, \
-                                 face_offset, cap_a, cap_b, cap_radius, bound, grow, k, dim, h)
+                                 face_offset, cap_a, cap_b, cap_radius, bound, grow, k, dim, h, \
+                                 any_moving)
 
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
@@ -342,8 +343,9 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                const double *bound, const double *grow, int n, int k, int nfaces,
                int dim, int iterations, double h, double rest_speed)
 {
-    int contacts = 0;
+    int contacts = 0, any_moving = 0;  /* whether any collider moves: most scenes' do not */
     (void)nfaces;
+    for (int j = 0; j < k && !any_moving; j++) any_moving = moves(j, velocity, angular_velocity, dim);
     for (int i = 0; i < n; i++) {
         double *sup = support + (long)i * dim;
         for (int c = 0; c < dim; c++) sup[c] = 0.0;
