@@ -167,6 +167,11 @@ def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np
 
 
 GAS_SKIN_STRAIN = 0.05  # how far the default gas stretches a gas bag's skin
+# The stiffest skin a substep h keeps stable, as k h^2 / m. A ring's fastest mode (neighbours
+# moving apart) has w^2 = 4 k / m and damping rate 4 c / m with c = 0.4 sqrt(k m); symplectic
+# Euler keeps it bounded while (w h)^2 < 4 - 2 (4 c / m) h, i.e. k h^2 / m < 0.458: 0.4 leaves
+# room for the gas's own stiffness (at 0.5 a ball with 4x its default gas shook at 20 m/s).
+SKIN_STABLE = 0.4
 
 
 def _skin(models: set[str], mass: float, stiffness: float | None,
@@ -209,7 +214,7 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
     t / k. A gas bag's skin (``skin`` = (particle mass, strain, damping or None: the
     default ratio)) is made as stiff as it
     takes for the tension to stretch it by ``strain``, but never stiffer than the
-    substep keeps stable (k h^2 / m <= 1/2); then it stretches further, and more gas
+    substep keeps stable (k h^2 / m <= SKIN_STABLE); then it stretches further, and more gas
     than a skin can hold at twice its rest length is refused.
     """
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
@@ -226,7 +231,7 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
     if skin is not None:
         mass, strain, damping = skin
         h = world.dt / world.substeps
-        k = min(float((tension / length).max()) / strain, 0.5 * mass / h**2)
+        k = min(float((tension / length).max()) / strain, SKIN_STABLE * mass / h**2)
         c = 0.4 * math.sqrt(k * mass) if damping is None else damping
     rest: np.ndarray = length - tension / k
     if not (rest > 0.5 * length).all():
