@@ -21,5 +21,12 @@ EDGE_LEVER = 2.0
 # starting outside it, so the swept test finds the face it came through (collide.c)
 SWEEP_SLOP = 1e-9
 
+# m/s: the most velocity one XPBD constraint correction may give a particle (velocities follow
+# the corrections). A body spawned into a wall or turned inside out is corrected by far more
+# than its motion in one substep; following all of it threw such bodies at 13-41 m/s. Scaled
+# for the whole constraint, so momentum is kept (constraints.c)
+MAX_CORRECTION_SPEED = 3.0
+
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
-            "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP}
+            "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
+            "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED}

@@ -8,8 +8,13 @@
  * and the multiplier lambda accumulated over the substep's iterations (the
  * World zeroes it at each substep):
  *     dlambda = (-C - alpha~ lambda) / (sum_i w_i |g_i|^2 + alpha~),  lambda += dlambda
- *     x_i += w_i dlambda g_i,   v_i += w_i dlambda g_i / h
+ *     x_i += w_i dlambda g_i,   v_i += f w_i dlambda g_i / h
  * so velocities follow the position corrections under every integrator;
+ * f <= 1 scales one constraint's velocity changes so that none exceeds
+ * PS_MAX_CORRECTION_SPEED (the ends' relative change for a distance, the
+ * fastest vertex's for a simplex; the same f for all, so momentum is kept):
+ * a body pushed out of a wall or turned inside out at once is corrected by far
+ * more than it moved, and following all of it threw it at tens of m/s;
  * with integrator "xpbd" the velocity is then recomputed from the positions.
  * A constraint whose particles are all immovable, or whose gradients vanish
  * (coincident points, a flattened simplex), is skipped.
@@ -53,13 +58,15 @@ void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *in
             double at = compliance[j] / hh;
             double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
             lambda[j] = lambda[j] + s;
+            double speed = w * fabs(s) * inv_h;  /* the ends' relative velocity change */
+            double f = speed > PS_MAX_CORRECTION_SPEED ? PS_MAX_CORRECTION_SPEED / speed : 1.0;
             for (int c = 0; c < dim; c++) {
                 double g = d[c] / len;
                 double da = wa * s * g, db = wb * s * g;
                 xa[c] = xa[c] - da;
                 xb[c] = xb[c] + db;
-                vel[a * dim + c] = vel[a * dim + c] - da * inv_h;
-                vel[b * dim + c] = vel[b * dim + c] + db * inv_h;
+                vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
+                vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
             }
         }
     }
@@ -115,23 +122,29 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
             const int32_t *s = simplices + (long)j * k;
             double g[4][3];
             double C = simplex(g, pos, s, dim) - rest_volume[j];
-            double denom = 0.0;
+            double denom = 0.0, g2[4];
             for (int i = 0; i < k; i++) {
-                double g2 = 0.0;
-                for (int c = 0; c < dim; c++) g2 = g2 + g[i][c] * g[i][c];
-                denom = denom + inv_mass[s[i]] * g2;
+                g2[i] = 0.0;
+                for (int c = 0; c < dim; c++) g2[i] = g2[i] + g[i][c] * g[i][c];
+                denom = denom + inv_mass[s[i]] * g2[i];
             }
             if (!(denom > 0.0)) continue;
             double at = compliance[j] / hh;
             double lam = (-C - at * lambda[j]) / (denom + at);
             lambda[j] = lambda[j] + lam;
+            double speed = 0.0;  /* the fastest vertex's velocity change */
+            for (int i = 0; i < k; i++) {
+                double v = inv_mass[s[i]] * fabs(lam) * sqrt(g2[i]) * inv_h;
+                if (v > speed) speed = v;
+            }
+            double f = speed > PS_MAX_CORRECTION_SPEED ? PS_MAX_CORRECTION_SPEED / speed : 1.0;
             for (int i = 0; i < k; i++) {
                 double w = inv_mass[s[i]];
                 for (int c = 0; c < dim; c++) {
                     double dx = w * lam * g[i][c];
                     long q = (long)s[i] * dim + c;
                     pos[q] = pos[q] + dx;
-                    vel[q] = vel[q] + dx * inv_h;
+                    vel[q] = vel[q] + dx * inv_h * f;
                 }
             }
         }

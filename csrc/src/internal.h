@@ -14,7 +14,9 @@
  *   PS_EDGE_LEVER   the most an outline edge's end moves per unit of its
  *                   contact point's move (edges.c);
  *   PS_SWEEP_SLOP   how far inside a polytope face a substep's start may be and
- *                   still count as outside it for the swept test (collide.c).
+ *                   still count as outside it for the swept test (collide.c);
+ *   PS_MAX_CORRECTION_SPEED   the most velocity one XPBD correction gives a
+ *                   particle (constraints.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
@@ -22,7 +24,8 @@
 #include "pysoft.h"
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
-    || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP)
+    || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
+    || !defined(PS_MAX_CORRECTION_SPEED)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 

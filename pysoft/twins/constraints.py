@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, I32, MIN_LENGTH, dot
 
 
@@ -24,10 +25,13 @@ def xpbd_distance(
         at = compliance[j] / hh
         s = (-(length - rest_length[j]) - at * lam[j]) / ((wa + wb) + at)
         lam[j] = lam[j] + s
+        speed = (wa + wb) * np.abs(s) * inv_h
+        with np.errstate(divide="ignore"):
+            f = np.where(speed > MAX_CORRECTION_SPEED, MAX_CORRECTION_SPEED / speed, 1.0)[:, None]
         g = d / length[:, None]
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
-        vel[a], vel[b] = vel[a] - da * inv_h, vel[b] + db * inv_h
+        vel[a], vel[b] = vel[a] - da * inv_h * f, vel[b] + db * inv_h * f
 
 
 _TET_FACES = ((1, 3, 2), (0, 2, 3), (0, 3, 1), (0, 1, 2))
@@ -70,18 +74,25 @@ def xpbd_volume(
         C = measure - rest_volume[j]
         w = inv_mass[s]
         denom = np.zeros(len(j))
+        g2s = []
         for i in range(dim + 1):
             g2 = np.zeros(len(j))
             for c in range(dim):
                 g2 = g2 + g[:, i, c] * g[:, i, c]
             denom = denom + w[:, i] * g2
+            g2s.append(g2)
         ok = denom > 0.0
         at = compliance[j] / hh
         with np.errstate(divide="ignore", invalid="ignore"):
             d_lam = (-C - at * lam[j]) / (denom + at)
         lam[j[ok]] = lam[j[ok]] + d_lam[ok]
+        speed = np.zeros(int(ok.sum()))
+        for i in range(dim + 1):
+            speed = np.maximum(speed, w[ok, i] * np.abs(d_lam[ok]) * np.sqrt(g2s[i][ok]) * inv_h)
+        with np.errstate(divide="ignore"):
+            f = np.where(speed > MAX_CORRECTION_SPEED, MAX_CORRECTION_SPEED / speed, 1.0)[:, None]
         for i in range(dim + 1):
             dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
             rows = s[ok, i]
             pos[rows] = pos[rows] + dx
-            vel[rows] = vel[rows] + dx * inv_h
+            vel[rows] = vel[rows] + dx * inv_h * f
