@@ -122,22 +122,23 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
             const int32_t *s = simplices + (long)j * k;
             double g[4][3];
             double C = simplex(g, pos, s, dim) - rest_volume[j];
-            double denom = 0.0, g2[4];
+            /* top: the largest w_i^2 |g_i|^2, so the fastest vertex's velocity change is
+             * |dlambda| / h sqrt(top) */
+            double denom = 0.0, top = 0.0;
             for (int i = 0; i < k; i++) {
-                g2[i] = 0.0;
-                for (int c = 0; c < dim; c++) g2[i] = g2[i] + g[i][c] * g[i][c];
-                denom = denom + inv_mass[s[i]] * g2[i];
+                double g2 = 0.0, wi = inv_mass[s[i]];
+                for (int c = 0; c < dim; c++) g2 = g2 + g[i][c] * g[i][c];
+                denom = denom + wi * g2;
+                double v = wi * wi * g2;
+                if (v > top) top = v;
             }
             if (!(denom > 0.0)) continue;
             double at = compliance[j] / hh;
             double lam = (-C - at * lambda[j]) / (denom + at);
             lambda[j] = lambda[j] + lam;
-            double speed = 0.0;  /* the fastest vertex's velocity change */
-            for (int i = 0; i < k; i++) {
-                double v = inv_mass[s[i]] * fabs(lam) * sqrt(g2[i]) * inv_h;
-                if (v > speed) speed = v;
-            }
-            double f = speed > PS_MAX_CORRECTION_SPEED ? PS_MAX_CORRECTION_SPEED / speed : 1.0;
+            double speed2 = lam * lam * (inv_h * inv_h) * top;  /* squared: a root only if capped */
+            double f = speed2 > PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED
+                       ? PS_MAX_CORRECTION_SPEED / sqrt(speed2) : 1.0;
             for (int i = 0; i < k; i++) {
                 double w = inv_mass[s[i]];
                 for (int c = 0; c < dim; c++) {

@@ -86,11 +86,13 @@ def xpbd_volume(
         with np.errstate(divide="ignore", invalid="ignore"):
             d_lam = (-C - at * lam[j]) / (denom + at)
         lam[j[ok]] = lam[j[ok]] + d_lam[ok]
-        speed = np.zeros(int(ok.sum()))
+        top = np.zeros(int(ok.sum()))
         for i in range(dim + 1):
-            speed = np.maximum(speed, w[ok, i] * np.abs(d_lam[ok]) * np.sqrt(g2s[i][ok]) * inv_h)
+            top = np.maximum(top, w[ok, i] * w[ok, i] * g2s[i][ok])
+        speed2 = d_lam[ok] * d_lam[ok] * (inv_h * inv_h) * top
         with np.errstate(divide="ignore"):
-            f = np.where(speed > MAX_CORRECTION_SPEED, MAX_CORRECTION_SPEED / speed, 1.0)[:, None]
+            f = np.where(speed2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED,
+                         MAX_CORRECTION_SPEED / np.sqrt(speed2), 1.0)[:, None]
         for i in range(dim + 1):
             dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
             rows = s[ok, i]
