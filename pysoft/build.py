@@ -88,10 +88,15 @@ def _body(category: int, mask: int, self_collision: bool, friction: float,
             "friction": friction, "restitution": restitution}
 
 
+def _gas_bag(models: set[str]) -> bool:
+    """Gas with no springs or constraints of its own: a skin of outline springs holds it."""
+    return "pressure" in models and not {"springs", "xpbd"} & models
+
+
 def _framed(models: set[str]) -> set[str]:
     """Gas pushes any outline round, so a box's or polygon's gas keeps the builder's lattice
     of springs as its frame (a gas bag alone is build.ball or build.circle)."""
-    return models | {"springs"} if "pressure" in models and not {"springs", "xpbd"} & models else models
+    return models | {"springs"} if _gas_bag(models) else models
 
 
 def _tear(max_strain: float | None, models: set[str]) -> float | None:
@@ -141,12 +146,12 @@ def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np
               wobble_damping: float, triangles: np.ndarray | None, compliance: float,
               area_compliance: float, body: dict[str, Any] | None, max_strain: float | None,
               skin: tuple[float, float, float | None] | None) -> int:
-    if "pressure" in models and not {"springs", "xpbd"} & models:  # a gas bag still needs a skin
+    if _gas_bag(models):  # a gas bag still needs a skin
         pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
     if "springs" in models and len(pairs):
         rest = None
         if "pressure" in models and amount:
-            built = world.positions[[world.row(int(e)) for e in entities]]
+            built = world.positions[world.store.particles.rows(entities)]
             k, c, rest = _prestress(world, built, pairs, outline, amount, k, c, skin)
         world.add_springs(entities[pairs], stiffness=k, damping=c, rest_lengths=rest,
                           max_strain=max_strain)
@@ -178,7 +183,7 @@ def _skin(models: set[str], mass: float, stiffness: float | None,
           damping: float | None) -> tuple[float, float, float | None] | None:
     """A gas bag (gas, no springs or constraints of its own) whose skin stiffness the user left
     to the builder: the skin follows from the gas (see _prestress)."""
-    if "pressure" in models and not {"springs", "xpbd"} & models and stiffness is None:
+    if _gas_bag(models) and stiffness is None:
         return mass, GAS_SKIN_STRAIN, damping
     return None
 
@@ -274,9 +279,8 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     pos = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2) + c
     idx = np.arange(nx * ny).reshape(ny, nx)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
-    idx_ = np.arange(nx * ny).reshape(ny, nx)
-    bends = [np.stack([idx_[:, :-2].ravel(), idx_[:, 2:].ravel()], 1),  # skip one along rows
-             np.stack([idx_[:-2, :].ravel(), idx_[2:, :].ravel()], 1)]  # and along columns
+    bends = [np.stack([idx[:, :-2].ravel(), idx[:, 2:].ravel()], 1),  # skip one along rows
+             np.stack([idx[:-2, :].ravel(), idx[2:, :].ravel()], 1)]  # and along columns
     grid = grid_pairs(nx, ny)
     pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
     entities = np.asarray(world.add_particles(pos, masses=m, radii=radius), dtype=np.int64)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from test_body_contacts import self_crossings as crossings
 
 import pysoft
 from pysoft import build
@@ -62,22 +63,6 @@ ROCK = ("a gas ring with shape matching balances on its bottom particle for 9 s,
         "its facets for about 30 s more: the rolling of a round body is damped only by its "
         "impacts (no rolling resistance)")
 KNOWN = {"circle-pressure+shape_matching": ROCK}
-
-
-def crossings(ring: np.ndarray) -> int:
-    """How many pairs of non-adjacent edges of the closed polyline ``ring`` cross."""
-    n = len(ring)
-    p, q = ring, np.roll(ring, -1, axis=0)
-    i, j = np.triu_indices(n, 2)
-    keep = ~((i == 0) & (j == n - 1))
-    i, j = i[keep], j[keep]
-
-    def orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.sign((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0])
-        return out
-
-    return int(((orient(p[i], q[i], p[j]) * orient(p[i], q[i], q[j]) < 0)
-                & (orient(p[j], q[j], p[i]) * orient(p[j], q[j], q[i]) < 0)).sum())
 
 
 def _params() -> list[object]:

@@ -36,7 +36,9 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from test_defaults import AREA_TOLERANCE, REST_SPEED, REST_WINDOW, Maker, _cells, crossings
+from test_body_contacts import inside
+from test_body_contacts import self_crossings as crossings
+from test_defaults import AREA_TOLERANCE, REST_SPEED, REST_WINDOW, Maker, _cells
 
 import pysoft
 from pysoft.shapes import signed_area
@@ -136,18 +138,8 @@ def run(scenario: str, make: Maker, settle: float = SETTLE, hook: Hook | None = 
     if scenario == "wall":
         misplaced = int((w.positions[members, 0] < -TOUCH).sum())
     elif scenario == "small_disc":
-        misplaced = sum(_inside(ring, centre) for centre in discs)
+        misplaced = int(inside(ring, np.array(discs)).sum())
     return Outcome(signed_area(ring) / built, crossings(ring), fastest, finite, misplaced)
-
-
-def _inside(ring: np.ndarray, point: tuple[float, float]) -> bool:
-    """Whether ``point`` is inside the closed outline ``ring`` (crossing number)."""
-    a, b = ring, np.roll(ring, -1, axis=0)
-    x, y = point
-    straddle = (a[:, 1] > y) != (b[:, 1] > y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cross = a[:, 0] + (y - a[:, 1]) * (b[:, 0] - a[:, 0]) / (b[:, 1] - a[:, 1])
-    return bool((straddle & (x < cross)).sum() % 2)
 
 
 def _drag(w: pysoft.World, row: int) -> None:

@@ -212,6 +212,21 @@ PS_INLINE double capsule_contact(double *nrm, const double *p, const double *x, 
     return depth > 0.0 ? depth : 0.0;
 }
 
+/* Depth (0: none) and local normal of collider j's grown shape against the local path
+ * p -> x of a particle of radius r: a polytope's or a capsule's contact. */
+PS_INLINE double shape_contact(double *nl, const double *pl, const double *xl, double r, int j,
+                               const int32_t *kind, const int32_t *face_start,
+                               const int32_t *face_count, const double *face_normal,
+                               const double *face_offset, const double *cap_a,
+                               const double *cap_b, const double *cap_radius, int dim)
+{
+    if (kind[j] == PS_POLYTOPE)
+        return polytope_contact(nl, pl, xl, r, face_normal + (long)face_start[j] * dim,
+                                face_offset + face_start[j], face_count[j], dim);
+    return capsule_contact(nl, pl, xl, r, cap_a + (long)j * dim, cap_b + (long)j * dim,
+                           cap_radius[j], dim);
+}
+
 /* Surface velocity of collider j at x: u = v_c + w x (x - c). */
 PS_INLINE void surface_velocity(double *u, const double *x, int j, const double *center,
                                 const double *velocity, const double *angular_velocity, int dim)
@@ -286,12 +301,8 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
         }
         to_local(xl, x, c, R, dim);
         to_local(pl, pj, c, R, dim);
-        if (kind[j] == PS_POLYTOPE)
-            depth = polytope_contact(nl, pl, xl, r, face_normal + (long)face_start[j] * dim,
-                                     face_offset + face_start[j], face_count[j], dim);
-        else
-            depth = capsule_contact(nl, pl, xl, r, cap_a + (long)j * dim, cap_b + (long)j * dim,
-                                    cap_radius[j], dim);
+        depth = shape_contact(nl, pl, xl, r, j, kind, face_start, face_count, face_normal,
+                              face_offset, cap_a, cap_b, cap_radius, dim);
         if (depth > best) {
             best = depth;
             *best_j = j;
@@ -314,14 +325,8 @@ PS_INLINE int touching(const double *p0, const double *u, double h, double r, do
     double y[3], yl[3], nl[3];
     for (int c = 0; c < dim; c++) y[c] = p0[c] + h * u[c];
     to_local(yl, y, center + (long)j * dim, rotation + (long)j * dim * dim, dim);
-    double grown = r + rest_speed * h, depth;
-    if (kind[j] == PS_POLYTOPE)
-        depth = polytope_contact(nl, yl, yl, grown, face_normal + (long)face_start[j] * dim,
-                                 face_offset + face_start[j], face_count[j], dim);
-    else
-        depth = capsule_contact(nl, yl, yl, grown, cap_a + (long)j * dim, cap_b + (long)j * dim,
-                                cap_radius[j], dim);
-    return depth > 0.0;
+    return shape_contact(nl, yl, yl, r + rest_speed * h, j, kind, face_start, face_count,
+                         face_normal, face_offset, cap_a, cap_b, cap_radius, dim) > 0.0;
 }
 
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \

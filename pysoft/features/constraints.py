@@ -117,8 +117,12 @@ class _ConstraintTerm:
     def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
         self.ctx, self.solvers = ctx, solvers
 
+    def live(self) -> list[_Solver]:
+        """The solvers that have constraints."""
+        return [s for s in self.solvers if s.table.n]
+
     def run(self, h: float) -> None:
-        self.sweep([s for s in self.solvers if s.table.n], h, settle=False)
+        self.sweep(self.live(), h, settle=False)
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         for s in live:  # multipliers accumulate over one substep's iterations
@@ -147,7 +151,7 @@ class _SettleTerm:
         self.runs = 0  # substeps in which it solved (for the kernel-call accounting in the tests)
 
     def run(self, h: float) -> None:
-        live = [s for s in self.term.solvers if s.table.n]
+        live = self.term.live()
         P = self.P
         if not (live and self.ctx.store.colliders.n):
             return

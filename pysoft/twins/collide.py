@@ -136,6 +136,16 @@ def _capsule_contact(p: F64, x: F64, r: F64, a: F64, b: F64, R: float, dim: int)
     return depth, nrm
 
 
+def _shape_contact(p: F64, x: F64, r: F64, j: int, kind: I32, face_start: I32, face_count: I32,
+                   face_normal: F64, face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64,
+                   dim: int) -> tuple[F64, F64]:
+    """Depth and local normal of collider j's grown shape against local paths p -> x."""
+    if kind[j] == POLYTOPE:
+        lo, hi = face_start[j], face_start[j] + face_count[j]
+        return _polytope_contact(p, x, r, face_normal[lo:hi], face_offset[lo:hi], dim)
+    return _capsule_contact(p, x, r, cap_a[j], cap_b[j], cap_radius[j], dim)
+
+
 def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, center: F64,
              rotation: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
              cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, k: int,
@@ -162,11 +172,8 @@ def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, c
         near = np.flatnonzero(~(dot(off, off, dim) > lim * lim))  # the bounding-sphere cull
         R = rotation[j]
         xl, pl = _to_local(x[near], center[j], R, dim), _to_local(pj[near], center[j], R, dim)
-        if kind[j] == POLYTOPE:
-            lo, hi = face_start[j], face_start[j] + face_count[j]
-            depth, nl = _polytope_contact(pl, xl, r[near], face_normal[lo:hi], face_offset[lo:hi], dim)
-        else:
-            depth, nl = _capsule_contact(pl, xl, r[near], cap_a[j], cap_b[j], cap_radius[j], dim)
+        depth, nl = _shape_contact(pl, xl, r[near], j, kind, face_start, face_count, face_normal,
+                                   face_offset, cap_a, cap_b, cap_radius, dim)
         deeper = depth > best[near]
         rows = near[deeper]
         best[rows] = depth[deeper]
@@ -186,11 +193,8 @@ def _touching(p0: F64, u: F64, h: float, r: F64, rest_speed: float, j: np.ndarra
     for jj in np.unique(j):
         sel = np.flatnonzero(j == jj)
         yl = _to_local(y[sel], center[jj], rotation[jj], dim)
-        if kind[jj] == POLYTOPE:
-            lo, hi = face_start[jj], face_start[jj] + face_count[jj]
-            depth, _ = _polytope_contact(yl, yl, grown[sel], face_normal[lo:hi], face_offset[lo:hi], dim)
-        else:
-            depth, _ = _capsule_contact(yl, yl, grown[sel], cap_a[jj], cap_b[jj], cap_radius[jj], dim)
+        depth, _ = _shape_contact(yl, yl, grown[sel], jj, kind, face_start, face_count, face_normal,
+                                  face_offset, cap_a, cap_b, cap_radius, dim)
         out[sel] = depth > 0.0
     return out
 
