@@ -30,7 +30,7 @@ import numpy as np
 from pysoft.features import Features
 
 MAGIC = b"PYSOFT\x00S"
-FORMAT_VERSION = 2  # 2: arrays in feature order (pysoft.features.FEATURES)
+FORMAT_VERSION = 3  # 2: arrays in feature order (pysoft.features.FEATURES); 3: bodies' rolling_resistance
 _HEADER = struct.Struct("<8sII16s")
 
 

@@ -17,7 +17,8 @@ XPBD bodies take ``compliance`` (m/N, default 1e-5: stiff) for their
 distance constraints and ``area_compliance`` (default 0: area kept) for
 their triangles. Every builder also takes the body's collision options,
 keyword-only, as ``World.add_body`` does: ``category``, ``mask``,
-``self_collision``, ``friction`` and ``restitution``; and ``max_strain``
+``self_collision``, ``friction``, ``restitution`` and ``rolling_resistance``
+(default 0.1 here, 0 for ``World.add_body``); and ``max_strain``
 (length / rest length, > 1): the body's springs tear beyond it, and a gas body
 whose outline tears loses its gas (a balloon pops).
 """
@@ -39,6 +40,10 @@ from pysoft.world import World
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
 BRACE = 0.25  # a box's skip-one brace springs, as a fraction of its lattice springs' stiffness
+# A round soft body rolls on with little to slow it (its skin barely deforms as it turns): the
+# builders' bodies resist rolling as a rubber ball on a soft floor does, a torque of at most
+# this x the load x its lever (World.add_body's default is 0, as Box2D's)
+ROLLING_RESISTANCE = 0.1
 MAX_MESH_POINTS = 100_000  # interior particles build.polygon will make
 MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares every pair of edges)
 
@@ -77,15 +82,16 @@ def _check(**values: Any) -> None:
 
 
 def _body(category: int, mask: int, self_collision: bool, friction: float,
-          restitution: float) -> dict[str, Any]:
+          restitution: float, rolling_resistance: float) -> dict[str, Any]:
     """The body options every builder takes, checked before anything is added."""
     validate.bits("category", category)
     validate.bits("mask", mask)
     validate.flag("self_collision", self_collision)
     validate.nonnegative("friction", friction)
     validate.unit_interval("restitution", restitution)
+    validate.nonnegative("rolling_resistance", rolling_resistance)
     return {"category": category, "mask": mask, "self_collision": self_collision,
-            "friction": friction, "restitution": restitution}
+            "friction": friction, "restitution": restitution, "rolling_resistance": rolling_resistance}
 
 
 def _gas_bag(models: set[str]) -> bool:
@@ -254,7 +260,8 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
         compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A box of (cells + 1) particles per side with structural and diagonal springs (seed 002).
 
     ``mass`` is the whole body's (kg); ``amount`` (N m) defaults to the gas that
@@ -262,7 +269,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     springs prestressed so the box rests at its built area. Gas pushes any outline
     round, so ``"pressure"`` keeps the spring lattice as its frame.
     """
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _framed(_models(model))
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
@@ -315,7 +322,8 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
            compliance: float = 1e-5, particle_radius: float = 0.0, rings: int = 0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
     steps and to the opposite one.
 
@@ -326,7 +334,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     keeps the area of every triangle (each cell's two, and the centre's fan). The
     outermost ring is the outline; the mass is shared equally.
     """
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _models(model)
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
@@ -377,7 +385,8 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
          wobble_damping: float = 8.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A pressurised ring (seed 004): edge springs and gas inside.
 
     Defaults: the gas pressure P = 2 m g / radius (the ball carries about four
@@ -387,7 +396,7 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     keeps stable: a firmer ball's skin stretches more, and more gas than it can hold
     is refused, naming ``amount``).
     """
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     tear = _tear(max_strain, {"pressure"})
     _check(stiffness=stiffness, damping=damping, amount=amount, wobble_damping=wobble_damping,
            particle_radius=particle_radius)
@@ -410,9 +419,10 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
          damping: float | None = None, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A ring plus a centre particle, every pair joined by a spring (seed 003)."""
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     tear = _tear(max_strain, {"springs"})
     _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
     pos, _ = _ring(center, radius, segments, mass)
@@ -434,11 +444,12 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
          model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A chain from ``start`` to ``end`` of springs (``model="springs"``) or XPBD distance
     constraints (``model="xpbd"``, ``compliance`` m/N, 0: inextensible); ``bending`` (N/m)
     adds springs that skip one particle; ``pin`` may name "start" and/or "end"."""
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
     tear = _tear(max_strain, {model} if bending == 0 else {model, "springs"})
@@ -476,14 +487,15 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
           particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A net of (cells + 1)^2 particles with structural and shear links, hanging from pinned points.
 
     ``pin``: "top corners", "top" (the whole top row), "none", or particle indices
     (row-major, x fastest, row 0 at the bottom). ``model``: "xpbd" (distance
     constraints of ``compliance``) or "springs".
     """
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     if model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
     tear = _tear(max_strain, {model})
@@ -524,7 +536,8 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
             particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
-        friction: float = 0.5, restitution: float = 0.0) -> int:
+        friction: float = 0.5, restitution: float = 0.0,
+        rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """Any simple polygon outline (counter-clockwise or not), filled with a mesh.
 
     Edges longer than ``segment`` (m) are subdivided first. Inside, particles on a
@@ -537,7 +550,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     and ``"shape_matching"`` works as for the other builders. Mass is shared
     equally by the particles.
     """
-    body = _body(category, mask, self_collision, friction, restitution)
+    body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _framed(_models(model))
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,

@@ -233,6 +233,24 @@ def sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
             "damping": rng.uniform(0.0, 10.0, nb)}
 
 
+def sample_rolling_resistance(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, 2)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    ring_positions(rng, p, rows, starts, counts)
+    nb = len(counts)
+    impulse = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.2, n), 0.0)
+    rolled = rng.uniform(0.0, 0.3, nb)
+    if nb > 1:
+        rolled[1] = 1e9  # no new load this substep: the body is left alone
+    coefficient = np.where(rng.random(nb) < 0.2, 0.0, rng.uniform(0.0, 0.5, nb))
+    p["inv_mass"] = 1.0 / p["mass"]
+    if nb > 2 and counts[2]:
+        p["inv_mass"][rows[starts[2]]] = 0.0  # a held body does not roll
+    return {"vel": p["vel"], "rolled": rolled, "pos": p["pos"], "mass": p["mass"],
+            "inv_mass": p["inv_mass"], "contact_impulse": impulse, "members": rows,
+            "body_start": starts, "body_count": counts, "coefficient": coefficient}
+
+
 def colored(rows: np.ndarray) -> dict[str, np.ndarray]:
     order, batch_start = batches(rows)
     return {"order": order, "batch_start": batch_start}
@@ -428,6 +446,7 @@ SAMPLERS: dict[str, Sampler] = {
     "springs": sample_springs,
     "pressure": sample_pressure,
     "shape_match": sample_shape_match,
+    "rolling_resistance": sample_rolling_resistance,
     "symplectic_euler": sample_step,
     "explicit_euler": sample_step,
     "verlet_drift": sample_verlet_drift,

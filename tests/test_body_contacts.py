@@ -274,13 +274,15 @@ def test_a_rope_heaped_on_itself_keeps_its_particles_apart(self_collision: bool)
         assert min(closest) < 0.9 * 2 * r
 
 
-def _folded_strip(self_collision: bool, model: str) -> tuple[pysoft.World, int]:
+def _folded_strip(self_collision: bool, model: str,
+                  rolling_resistance: float = 0.0) -> tuple[pysoft.World, int]:
     """A 2 m x 0.2 m strip, folded in the middle: its right half bent round a half circle
     (radius 0.3 m on the strip's centre line) and laid back over its left half, 0.4 m
-    above it, and let go."""
+    above it, and let go. Without rolling resistance unless asked (see
+    test_rolling_resistance_does_not_kick_an_unfolding_strip)."""
     w = floor_world()
     strip = build.box(w, center=(0.0, 0.1), size=(2.0, 0.2), cells=(16, 2), model=model,
-                      self_collision=self_collision)
+                      self_collision=self_collision, rolling_resistance=rolling_resistance)
     rows = [w.row(e) for e in w.body(strip).particles]
     pos = w.positions[rows]
     R, mid = 0.3, 0.1
@@ -311,6 +313,19 @@ def test_a_folded_body_unfolds_without_crossing_itself(model: str) -> None:
     assert max(crossings) == 0
     assert abs(area(o) - 0.4) < 0.1 * 0.4, f"area {area(o):.3f}"
     assert np.ptp(o[:, 0]) >= 1.9
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "rolling resistance acts on the whole body's spin, so it also resists the swing of the "
+    "strip's falling half: at the builders' 0.1 the counter-rotation kicks the strip's far end "
+    "into the floor and 2 outline edges cross for one frame (frame 3)"))
+def test_rolling_resistance_does_not_kick_an_unfolding_strip() -> None:
+    """The shape-matched folded strip with the builders' rolling resistance: as above, its
+    outline never crosses itself."""
+    w, strip = _folded_strip(True, "shape_matching", build.ROLLING_RESISTANCE)
+    crossings = [0]
+    run(w, 120, lambda: crossings.append(self_crossings(outline(w, strip))))
+    assert max(crossings) == 0
 
 
 # -- particles --------------------------------------------------------------------------------

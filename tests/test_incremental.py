@@ -76,8 +76,9 @@ def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
     if integrator == "symplectic_euler":
         # Per substep: gravity, well, springs, pressure, shape matching, integrate,
         # 2 x (XPBD distance + XPBD area), collide, outline edges against colliders (the
-        # scene's box has corners), body contacts; once per frame: the instability scan.
-        assert per_frame[0] == w.substeps * 13 + 1
+        # scene's box has corners), body contacts, rolling resistance (the builders' bodies
+        # have it); once per frame: the instability scan.
+        assert per_frame[0] == w.substeps * 14 + 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

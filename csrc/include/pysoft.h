@@ -49,6 +49,10 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
                     const int32_t *members, const double *rest,
                     const int32_t *body_start, const int32_t *body_count,
                     const double *stiffness, const double *damping, int nb, int dim);
+void ps_rolling_resistance(double *vel, double *rolled, const double *pos, const double *mass,
+                           const double *inv_mass, const double *contact_impulse,
+                           const int32_t *members, const int32_t *body_start,
+                           const int32_t *body_count, const double *coefficient, int nb, int dim);
 
 /* integrate.c */
 void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,

@@ -29,6 +29,22 @@
  * is pulled back to its (unmirrored) rest shape. Immovable members count in
  * c and u but receive no force.
  *
+ * Rolling resistance (as Box2D's: a torque against the body's spin, at most
+ * coefficient x normal load x lever), for a body whose members touch colliders
+ * in this substep, with masses m_i at x_i and velocities v_i:
+ *     M = sum m_i,  c = sum m_i x_i / M,  u = sum m_i v_i / M,  r_i = x_i - c
+ *     L = sum m_i r_i x (v_i - u),  I = sum m_i |r_i|^2    (spin L / I)
+ *     J = the members' normal impulses from colliders this substep (the
+ *         growth of their contact_impulse since the last call: `rolled`
+ *         holds the sum then, 0 at a frame's start),
+ *     A = coefficient J R,  R = sum c_i |r_i| / sum c_i  (the mean lever
+ *         about c of the members' contact impulses c_i so far this frame)
+ *     v_i += -s (L / I) z x r_i,   s = min(1, A / |L|)
+ * It removes angular momentum min(|L|, A) from the spin and keeps the linear
+ * momentum (sum m_i z x r_i = 0); friction then slows the body's rolling as
+ * its contact slips. A body with an immovable member is skipped (held, it
+ * does not roll). Sliding or at rest (L = 0), nothing changes.
+ *
  * Accumulation order: bodies in index order; sums over members or edges in
  * index order; pressure adds edge j's force to its first endpoint, then its
  * second. The NumPy twin follows the same order.
@@ -113,6 +129,58 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
             double mk = mass[i] * stiffness[b], md = mass[i] * damping[b];
             force[i * dim] += mk * (tx - x[0]) + md * (gx - v[0]);
             force[i * dim + 1] += mk * (ty - x[1]) + md * (gy - v[1]);
+        }
+    }
+}
+
+void ps_rolling_resistance(double *vel, double *rolled, const double *pos, const double *mass,
+                           const double *inv_mass, const double *contact_impulse,
+                           const int32_t *members, const int32_t *body_start,
+                           const int32_t *body_count, const double *coefficient, int nb, int dim)
+{
+    for (int b = 0; b < nb; b++) {
+        const int32_t *idx = members + body_start[b];
+        int m = body_count[b];
+        if (m == 0 || !(coefficient[b] > 0.0)) continue;
+        double total = 0.0, M = 0.0, cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
+        int held = 0;
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            const double *x = pos + i * dim, *v = vel + i * dim;
+            double mi = mass[i];
+            total = total + contact_impulse[i];
+            M = M + mi;
+            cx = cx + mi * x[0];
+            cy = cy + mi * x[1];
+            ux = ux + mi * v[0];
+            uy = uy + mi * v[1];
+            held |= inv_mass[i] == 0.0;
+        }
+        double J = total - rolled[b];
+        rolled[b] = total;
+        if (held || !(J > 0.0) || !(M > 0.0)) continue;
+        cx = cx / M;
+        cy = cy / M;
+        ux = ux / M;
+        uy = uy / M;
+        double L = 0.0, I = 0.0, lever = 0.0;
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            const double *x = pos + i * dim, *v = vel + i * dim;
+            double rx = x[0] - cx, ry = x[1] - cy;
+            L = L + mass[i] * (rx * (v[1] - uy) - ry * (v[0] - ux));
+            I = I + mass[i] * (rx * rx + ry * ry);
+            lever = lever + contact_impulse[i] * sqrt(rx * rx + ry * ry);
+        }
+        if (!(I > 0.0) || L == 0.0) continue;
+        double limit = coefficient[b] * J * (lever / total);
+        double s = fabs(L) <= limit ? 1.0 : limit / fabs(L);
+        double dw = -s * (L / I);
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            double rx = pos[i * dim] - cx, ry = pos[i * dim + 1] - cy;
+            vel[i * dim] += dw * -ry;
+            vel[i * dim + 1] += dw * rx;
         }
     }
 }

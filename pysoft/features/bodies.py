@@ -57,6 +57,11 @@ register(
             Arg("members", ("e",), np.int32), Arg("rest", ("e", "dim")), *_RANGES,
             Arg("stiffness", _B), Arg("damping", _B)),
            ("b", "dim"), (), ("force",), check=_check_ranges("members")),
+    Kernel("rolling_resistance", "bodies",
+           (Arg("vel", _P), Arg("rolled", _B), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
+            Arg("contact_impulse", _S), Arg("members", ("e",), np.int32), *_RANGES,
+            Arg("coefficient", _B)),
+           ("b", "dim"), (), ("vel", "rolled"), check=_check_ranges("members")),
 )
 
 
@@ -193,6 +198,9 @@ class SoftBody(RowView):
                       _validate.nonnegative)
     restitution = Column("restitution", "Restitution against other bodies in [0, 1] (mixed: the "
                          "larger).", _validate.unit_interval)
+    rolling_resistance = Column("rolling_resistance", "Resistance to rolling on colliders: a torque "
+                                "against the body's spin of at most this x the contact load x its "
+                                "lever (0: none).", _validate.nonnegative)
 
     @property
     def pressure(self) -> Pressure | None:
@@ -230,12 +238,41 @@ class _BodyTerm:
             self.matching[state](nb, dim)
 
 
+class _RollingTerm:
+    """Rolling resistance after the collide stage, for bodies on colliders (the contact
+    impulses it reads are the colliders'); ``rolled`` restarts with them each frame."""
+
+    def __init__(self, ctx: Context, B: Table, members: Table) -> None:
+        self.ctx, self.B = ctx, B
+        a, b = ctx.store.particles.arrays, B.arrays
+        self.call = ctx.bind(
+            "rolling_resistance", vel=a["vel"], rolled=b["rolled"], pos=a["pos"], mass=a["mass"],
+            inv_mass=a["inv_mass"], contact_impulse=a["contact_impulse"], members=members.arrays["rows"],
+            body_start=b["member_start"], body_count=b["member_count"], coefficient=b["rolling_resistance"])
+        self.rolling = False  # whether a body has a rolling resistance (looked at once a frame)
+
+    def run(self, h: float) -> None:
+        B = self.B
+        if not (B.n and self.ctx.store.tables["colliders"].n):
+            return
+        if self.ctx.pipeline.substep == 0:
+            self.rolling = bool(B.view("rolling_resistance").any())
+            B.view("rolled")[:] = 0.0
+        if self.rolling:
+            self.call(B.n, self.ctx.dim)
+
+    def probe(self, nb: int, dim: int) -> None:
+        """One call as in a substep with fresh contact load (the benchmark's probe)."""
+        self.B.view("rolled")[:] = 0.0
+        self.call(nb, dim)
+
+
 class Bodies(Feature):
     """Soft bodies and their models."""
 
     kinds = (SoftBody,)
     snapshot = (("bodies", ("amount", "min_area", "match_stiffness", "match_damping", "flags",
-                            "category", "mask", "friction", "restitution")),)
+                            "category", "mask", "friction", "restitution", "rolling_resistance")),)
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
@@ -251,7 +288,8 @@ class Bodies(Feature):
             "pressure_count": i32, "match_count": i32, "amount": f64, "min_area": f64,
             "match_stiffness": f64, "match_damping": f64, "flags": i32,
             "category": Field((), np.int32, 1), "mask": Field((), np.int32, -1),
-            "friction": Field((), np.float64, 0.5), "restitution": f64,
+            "friction": Field((), np.float64, 0.5), "restitution": f64, "rolling_resistance": f64,
+            "rolled": f64,  # workspace of the rolling resistance: this frame's contact impulses so far
             "entity": Field((), np.int64, -1),
         }, MAX_BODIES)
         particle = Field((), np.int64, -1)  # the member's particle entity
@@ -262,11 +300,13 @@ class Bodies(Feature):
         self.incidence = Incidence()
         self.term = _BodyTerm(ctx, B, members, outline)
         ctx.pipeline.forces.append(self.term)
+        self.rolling = _RollingTerm(ctx, B, members)
+        ctx.pipeline.settle.append(self.rolling)
 
     def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
                  particles: Sequence[int] | None = None, self_collision: bool = False,
                  category: int = 1, mask: int = 0xFFFFFFFF, friction: float = 0.5,
-                 restitution: float = 0.0) -> int:
+                 restitution: float = 0.0, rolling_resistance: float = 0.0) -> int:
         """A soft body: ``outline`` particle entities (counter-clockwise; clockwise is reversed),
         models (``Pressure``, ``ShapeMatching``), and optionally all its ``particles``
         (default: the outline). Bodies may share particles. 2D for now.
@@ -275,7 +315,10 @@ class Bodies(Feature):
         an area. ``category``/``mask`` filter pairs as in Box2D (a pair collides if each
         one's category meets the other's mask); ``friction`` (Coulomb) and ``restitution``
         mix with the other body's as sqrt(mu1 mu2) and max(e1, e2); ``self_collision``
-        keeps the body from passing through itself.
+        keeps the body from passing through itself. ``rolling_resistance`` (>= 0, default 0)
+        slows the body's spin while it touches colliders: each substep it loses up to
+        rolling_resistance x its normal load x the load's lever of angular momentum (Box2D's
+        rolling resistance; the builders default to 0.1).
         """
         if self.ctx.dim != 2:
             raise ValueError("add_body: body models are 2D for now (this world has dim=3)")
@@ -295,7 +338,8 @@ class Bodies(Feature):
         material = {"category": _validate.bits("category", category),
                     "mask": _validate.bits("mask", mask),
                     "friction": _validate.nonnegative("friction", friction),
-                    "restitution": _validate.unit_interval("restitution", restitution)}
+                    "restitution": _validate.unit_interval("restitution", restitution),
+                    "rolling_resistance": _validate.nonnegative("rolling_resistance", rolling_resistance)}
         P = self.ctx.store.particles
         pos = P.arrays["pos"]
         area = 0.0
@@ -392,7 +436,9 @@ class Bodies(Feature):
         return {"pressure": (int(B.view("pressure_count").sum()),
                              functools.partial(self.term.pressure[0], B.n, dim)),
                 "shape_match": (int(B.view("match_count").sum()),
-                                functools.partial(self.term.matching[0], B.n, dim))}
+                                functools.partial(self.term.matching[0], B.n, dim)),
+                "rolling_resistance": (int(B.view("member_count").sum()),
+                                       functools.partial(self.rolling.probe, B.n, dim))}
 
     def body(self, entity: int) -> SoftBody:
         """The SoftBody component of ``entity``."""

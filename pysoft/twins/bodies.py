@@ -62,3 +62,59 @@ def shape_match(
                   mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
     live = inv_mass[idx] != 0.0
     np.add.at(force, idx[live], f[live])
+
+
+def rolling_resistance(
+    vel: F64, rolled: F64, pos: F64, mass: F64, inv_mass: F64, contact_impulse: F64, members: I32,
+    body_start: I32, body_count: I32, coefficient: F64, nb: int, dim: int,
+) -> None:
+    """Take up to coefficient x this substep's collider load x its lever of angular momentum
+    from each touching body's spin; bodies in order (a body reads what earlier ones wrote)."""
+    count = np.where(coefficient[:nb] > 0.0, body_count[:nb], 0).astype(np.int32)
+    body, j = ranges(body_start, count, nb)
+    if not len(body):
+        return
+    idx = members[j]
+    owners = np.bincount(idx, minlength=len(vel))
+    if (owners[idx] > 1).any():  # bodies share members: one at a time, in order
+        for b in np.unique(body).tolist():
+            one = np.zeros(nb, np.int32)
+            one[b] = count[b]
+            _rolling(vel, rolled, pos, mass, inv_mass, contact_impulse, members, body_start, one,
+                     coefficient, nb)
+    else:
+        _rolling(vel, rolled, pos, mass, inv_mass, contact_impulse, members, body_start, count,
+                 coefficient, nb)
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies that do not roll: 0/0, unused
+def _rolling(vel: F64, rolled: F64, pos: F64, mass: F64, inv_mass: F64, contact_impulse: F64,
+             members: I32, body_start: I32, count: I32, coefficient: F64, nb: int) -> None:
+    """rolling_resistance for bodies that share no member (each reads only its own)."""
+    body, j = ranges(body_start, count, nb)
+    idx = members[j]
+    x, v, m = pos[idx], vel[idx], mass[idx]
+    sums = np.zeros((nb, 6))
+    np.add.at(sums, body, np.stack([contact_impulse[idx], m, m * x[:, 0], m * x[:, 1], m * v[:, 0],
+                                    m * v[:, 1]], axis=1))
+    total, M = sums[:, 0], sums[:, 1]
+    held = np.zeros(nb, bool)
+    np.logical_or.at(held, body, inv_mass[idx] == 0.0)
+    J = total - rolled[:nb]
+    rolling = count > 0
+    rolled[:nb][rolling] = total[rolling]
+    cx, cy, ux, uy = (sums[:, i] / M for i in range(2, 6))
+    rx, ry = x[:, 0] - cx[body], x[:, 1] - cy[body]
+    terms = np.stack([m * (rx * (v[:, 1] - uy[body]) - ry * (v[:, 0] - ux[body])),
+                      m * (rx * rx + ry * ry), contact_impulse[idx] * np.sqrt(rx * rx + ry * ry)], axis=1)
+    acc = np.zeros((nb, 3))
+    np.add.at(acc, body, terms)
+    L, inertia, lever = acc.T
+    go = rolling & ~held & (J > 0.0) & (M > 0.0) & (inertia > 0.0) & (L != 0.0)
+    limit = coefficient[:nb] * J * (lever / total)
+    s = np.where(np.abs(L) <= limit, 1.0, limit / np.abs(L))
+    dw = np.where(go, -s * (L / inertia), 0.0)
+    live = go[body]
+    rows, b = idx[live], body[live]
+    np.add.at(vel, (rows, 0), dw[b] * -ry[live])  # unbuffered: a member listed twice moves twice
+    np.add.at(vel, (rows, 1), dw[b] * rx[live])
