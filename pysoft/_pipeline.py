@@ -137,6 +137,10 @@ class Pipeline:
         self.constraints: list[SubstepTerm] = []
         self.collide: list[SubstepTerm] = []
         self.settle: list[SubstepTerm] = []  # after every collide term (the constraints' settle)
+        # after the settle terms, in a substep where the outline edges' contacts or a settle term
+        # moved particles (``moved``): the particles against the colliders again
+        self.resettle: list[SubstepTerm] = []
+        self.moved = False
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
         self.time = 0.0  # simulated seconds before this frame
@@ -217,16 +221,24 @@ class Constraints(Stage):
 
 class Collide(Stage):
     """Particles, then outline edges, against colliders (push-out, restitution, Coulomb
-    friction); then bodies against bodies."""
+    friction); then bodies against bodies; then the settle terms (the constraints solved
+    again around the particles colliders hold; rolling resistance) and, if the edges' contacts
+    or the settle moved particles, the particles against the colliders once more: what they
+    moved is kept out (an edge pushed off a corner, or a constraint pulled, into a collider)."""
 
     name = "collide"
     default_priority = Priority.COLLIDE
 
     def process(self, h: float) -> None:
-        for term in self.pipeline.collide:
+        p = self.pipeline
+        p.moved = False
+        for term in p.collide:
             term.run(h)
-        for term in self.pipeline.settle:
+        for term in p.settle:
             term.run(h)
+        if p.moved:
+            for term in p.resettle:
+                term.run(h)
 
 
 class Finish(Stage):

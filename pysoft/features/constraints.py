@@ -165,6 +165,7 @@ class _SettleTerm:
         np.multiply(held, P.view("inv_mass"), out=held)
         self.runs += 1
         self.term.sweep(live, h, settle=True)
+        self.ctx.pipeline.moved = True
 
 
 class Constraints(Feature):

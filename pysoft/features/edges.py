@@ -86,9 +86,9 @@ class _EdgeTerm:
             self.featured = bool(((C.view("kind") == CAPSULE) | (C.view("face_count") >= 3)).any())
             self._version = C.version
         if self.featured:  # odd substeps sweep the edges backward (see edges.c)
-            s = self.ctx.settings
-            self.call(*self.counts(), s._contact_iterations, self.ctx.pipeline.substep % 2, h,
-                      s._restitution_threshold)
+            s, p = self.ctx.settings, self.ctx.pipeline
+            if self.call(*self.counts(), s._contact_iterations, p.substep % 2, h, s._restitution_threshold):
+                p.moved = True  # an end it moved may be inside a collider now: collide again
 
 
 class EdgeCollisions(Feature):
