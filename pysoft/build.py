@@ -1,7 +1,8 @@
 """Builders: a few arguments in, a stable soft body out (``pysoft.build.box(world, ...)``).
 
 Every builder returns the body entity. ``model`` picks how the body holds
-its shape: ``"springs"`` (a spring lattice), ``"xpbd"`` (the same lattice as
+its shape: ``"springs"`` (a spring lattice, with an area spring on each of its
+triangles unless shape matching or XPBD orients it: see _orient), ``"xpbd"`` (the same lattice as
 XPBD distance constraints, plus area constraints on its triangles where the
 builder has them), ``"pressure"`` (gas inside the outline),
 ``"shape_matching"`` (pull toward the best-fit rest shape), or several of
@@ -161,6 +162,8 @@ def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np
             k, c, rest = _prestress(world, built, pairs, outline, amount, k, c, skin)
         world.add_springs(entities[pairs], stiffness=k, damping=c, rest_lengths=rest,
                           max_strain=max_strain)
+        if not {"xpbd", "shape_matching"} & models and triangles is not None:
+            _orient(world, entities[triangles], k, c)  # (XPBD keeps areas; shape matching orients)
     if "xpbd" in models:
         if len(pairs):
             world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
@@ -175,6 +178,27 @@ def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np
     elif validate.nonnegative("wobble_damping", wobble_damping) > 0:
         chosen.append(ShapeMatching(stiffness=0.0, damping=wobble_damping))
     return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist(), **(body or {}))
+
+
+# How stiff a spring lattice's area springs are, against its springs: each triangle's area
+# mode AREA_STIFFNESS times as stiff (and as damped) as one of its springs. At 1 a mirrored
+# box or disc stayed inside out (the springs hold the mirror image); at 2 every spring
+# lattice of the recovery matrix turns back.
+AREA_STIFFNESS = 2.0
+
+
+def _orient(world: World, triangles: np.ndarray, k: Any, c: float) -> None:
+    """A spring lattice alone does not know its inside from its outside: its mirror image,
+    or a cell folded over, is at rest too. Area springs on its triangles push an inverted
+    triangle back through itself: stiffness AREA_STIFFNESS k / |grad A|^2 (|grad A|^2 = the
+    sum of the triangle's squared sides / 4), so its area mode is AREA_STIFFNESS times as
+    stiff as a spring of stiffness k (the mean of the lattice's), damping alike."""
+    stiffness = float(np.mean(k))
+    if not len(triangles) or not stiffness > 0.0:
+        return
+    p = world.positions[world.store.particles.rows(triangles.reshape(-1))].reshape(-1, 3, 2)
+    grad = 0.25 * sum(np.sum((p[:, i] - p[:, (i + 1) % 3]) ** 2, axis=1) for i in range(3))
+    world.add_area_springs(triangles, AREA_STIFFNESS * stiffness / grad, AREA_STIFFNESS * c / grad)
 
 
 GAS_SKIN_STRAIN = 0.05  # how far the default gas stretches a gas bag's skin
@@ -435,6 +459,8 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
     world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1),
                       max_strain=tear)
+    ring = np.arange(n - 1)
+    _orient(world, entities[np.stack([np.full(n - 1, n - 1), ring, np.roll(ring, -1)], 1)], k, d)
     return world.add_body(entities[:-1].tolist(), particles=entities.tolist(), **body)
 
 

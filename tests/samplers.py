@@ -59,6 +59,16 @@ def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
             "damping": rng.uniform(0.0, 20.0, m)}
 
 
+def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, 2)
+    m = max(0, 3 * n // 2) if n >= 3 else 0
+    tri = np.stack([rng.choice(n, 3, replace=False) for _ in range(m)]).astype(np.int32) if m \
+        else np.zeros((0, 3), np.int32)
+    rest = rng.normal(0.0, 0.5, m)
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "triangles": tri, "rest_area": rest,
+            "stiffness": rng.uniform(0.0, 500.0, m), "damping": rng.uniform(0.0, 5.0, m)}
+
+
 def sample_step(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
     return {"pos": p["pos"], "vel": p["vel"], "force": p["force"], "inv_mass": p["inv_mass"],
@@ -444,6 +454,7 @@ SAMPLERS: dict[str, Sampler] = {
     "gravity_drag": sample_gravity_drag,
     "radial_gravity": sample_radial_gravity,
     "springs": sample_springs,
+    "area_springs": sample_area_springs,
     "pressure": sample_pressure,
     "shape_match": sample_shape_match,
     "rolling_resistance": sample_rolling_resistance,

@@ -165,9 +165,11 @@ def test_removing_a_particle_removes_its_constraints(backend: str) -> None:
     assert np.isfinite(w.positions).all()
 
 
-# When to compare: while the wobble is still a few per cent of the squash (a braced spring
-# box's is down to 1e-6 of it by 0.5 s, where only rounding and phase are left to compare).
-WOBBLE_AT = {"springs": 0.1, "shape_matching": 0.5, "pressure": 0.5}
+# When to compare: while the wobble is still well above what phase decides (a braced spring
+# box's is down to 1e-6 of the squash by 0.5 s, where only rounding and phase are left to
+# compare; with its area springs it is down to 3 % by 0.1 s, where the RMS at one instant
+# differed by 10 % between 60 and 120 Hz, and 2 % at 0.05 s, where it is 19 %).
+WOBBLE_AT = {"springs": 0.05, "shape_matching": 0.5, "pressure": 0.5}
 
 
 def _wobble(backend: str, dt: float, model: str) -> tuple[float, float]:
@@ -194,7 +196,7 @@ def _wobble(backend: str, dt: float, model: str) -> tuple[float, float]:
 def test_damping_does_not_depend_on_the_frame_rate(backend: str, model: str) -> None:
     """Every damping is a force or exp(-rate h), never a factor per step: a squashed body
     (spring damping; shape-matching damping; a gas ring's skin and wobble damping) stepped at 60 Hz and
-    at 120 Hz (same substeps) has the same residual wobble (after 0.5 s; 0.1 s for the
+    at 120 Hz (same substeps) has the same residual wobble (after 0.5 s; 0.05 s for the
     braced spring box, see WOBBLE_AT), within 5 % of each
     other, and the wobble has really decayed (< 50 % of the squash). XPBD is left out: its
     implicit update damps by itself, more for longer steps (see README, design notes)."""

@@ -39,6 +39,9 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 const int32_t *pairs, const double *rest_length,
                 const double *stiffness, const double *damping,
                 int m, int dim);
+void ps_area_springs(double *force, const double *pos, const double *vel,
+                     const int32_t *triangles, const double *rest_area,
+                     const double *stiffness, const double *damping, int m, int dim);
 
 /* bodies.c */
 void ps_pressure(double *force, const double *pos, const int32_t *outline,

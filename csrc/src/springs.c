@@ -13,9 +13,24 @@
  * is valid. Hooke's law and this damper are the classic mass-spring model
  * of the seed articles (JellyCar-style soft bodies).
  *
+ * Area springs (ps_area_springs, 2D) hold a triangle's signed area: for
+ * corners a, b, c (counter-clockwise at rest: A0 > 0), rest area A0,
+ * stiffness k (N/m^3) and damping c (N s/m^3),
+ *
+ *     A = ((x_b - x_a) x (x_c - x_a)) / 2,   g_a = dA/dx_a = (y_b - y_c, x_c - x_b) / 2
+ *     (and cyclically g_b = (y_c - y_a, x_a - x_c) / 2, g_c = (y_a - y_b, x_b - x_a) / 2)
+ *     s = -(k (A - A0) + c dA/dt),   dA/dt = g_a . v_a + g_b . v_b + g_c . v_c
+ *     F_a += s g_a,  F_b += s g_b,  F_c += s g_c
+ * The forces sum to zero with zero torque (a rigid motion keeps A); a
+ * triangle turned inside out (A < 0) is pushed back through itself, which
+ * is what lets a lattice of springs (whose mirror image is at rest too)
+ * tell its inside from its outside.
+ *
  * Accumulation order (the NumPy twin follows it bit for bit): springs in
- * index order; within a spring, first F_a += f, then F_b -= f. Sums over
- * components run left to right (x, y, z). Compiled with -ffp-contract=off.
+ * index order; within a spring, first F_a += f, then F_b -= f (an area
+ * spring: a, then b, then c). Sums over components run left to right
+ * (x, y, z; the rate a, b, c, each x then y). Compiled with
+ * -ffp-contract=off.
  */
 #include <math.h>
 #include "internal.h"
@@ -79,5 +94,35 @@ void ps_springs(double *force, const double *pos, const double *vel,
             continue;
         for (int c = 0; c < dim; c++) force[a + c] += f[c];
         for (int c = 0; c < dim; c++) force[b + c] -= f[c];
+    }
+}
+
+void ps_area_springs(double *force, const double *pos, const double *vel,
+                     const int32_t *triangles, const double *rest_area,
+                     const double *stiffness, const double *damping, int m, int dim)
+{
+    for (int j = 0; j < m; j++) {
+        long a = (long)dim * triangles[3 * j], b = (long)dim * triangles[3 * j + 1],
+             c = (long)dim * triangles[3 * j + 2];
+        double ax = pos[a], ay = pos[a + 1], bx = pos[b], by = pos[b + 1];
+        double cx = pos[c], cy = pos[c + 1];
+        double area = 0.5 * ((bx - ax) * (cy - ay) - (by - ay) * (cx - ax));
+        double gax = 0.5 * (by - cy), gay = 0.5 * (cx - bx);
+        double gbx = 0.5 * (cy - ay), gby = 0.5 * (ax - cx);
+        double gcx = 0.5 * (ay - by), gcy = 0.5 * (bx - ax);
+        double rate = 0.0;
+        rate = rate + gax * vel[a];
+        rate = rate + gay * vel[a + 1];
+        rate = rate + gbx * vel[b];
+        rate = rate + gby * vel[b + 1];
+        rate = rate + gcx * vel[c];
+        rate = rate + gcy * vel[c + 1];
+        double s = -(stiffness[j] * (area - rest_area[j]) + damping[j] * rate);
+        force[a] += s * gax;
+        force[a + 1] += s * gay;
+        force[b] += s * gbx;
+        force[b + 1] += s * gby;
+        force[c] += s * gcx;
+        force[c + 1] += s * gcy;
     }
 }

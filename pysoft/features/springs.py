@@ -1,4 +1,5 @@
-"""Springs: damped springs between particles, strain and tearing (``csrc/src/springs.c``)."""
+"""Springs: damped springs between particles, strain and tearing; area springs on triangles
+(``csrc/src/springs.c``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,18 @@ register(Kernel("springs", "springs",
                  Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
                  Arg("stiffness", ("m",)), Arg("damping", ("m",))),
                 ("m", "dim"), (), ("force",), index_args=(("pairs", "n"),)))
+
+
+def _check_area(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    if sizes["m"] and sizes["dim"] != 2:
+        raise ValueError("area_springs: triangles' areas are 2D (dim must be 2)")
+
+
+register(Kernel("area_springs", "springs",
+                (Arg("force", ("n", "dim")), Arg("pos", ("n", "dim")), Arg("vel", ("n", "dim")),
+                 Arg("triangles", ("m", 3), np.int32), Arg("rest_area", ("m",)),
+                 Arg("stiffness", ("m",)), Arg("damping", ("m",))),
+                ("m", "dim"), (), ("force",), index_args=(("triangles", "n"),), check=_check_area))
 
 
 def max_strain_rows(value: Any, m: int) -> np.ndarray:
@@ -54,24 +67,49 @@ class Spring(Pair):
                                           "writable, > 1).")
 
 
+class AreaSpring(RowView):
+    """A damped spring on a triangle's signed area (2D): force -(k (A - A0) + c dA/dt) dA/dx
+    on each corner, so a triangle turned inside out is pushed back through itself."""
+
+    __slots__ = ()
+
+    rest_area = Column("rest_area", "Rest area (m^2), signed: > 0 for counter-clockwise corners.",
+                       _validate.finite)
+    stiffness = Column("stiffness", "Stiffness k (N/m^3: force per area error per gradient).",
+                       _validate.nonnegative)
+    damping = Column("damping", "Damping of the area's rate of change (N s/m^3).", _validate.nonnegative)
+
+    @property
+    def particles(self) -> list[int]:
+        """The triangle's particle entities."""
+        return [int(e) for e in self.table.arrays["ends"][self.row]]
+
+
 class _SpringTerm:
-    def __init__(self, ctx: Context, links: Links) -> None:
-        self.ctx, self.S = ctx, links.table
-        a, s = ctx.store.particles.arrays, links.table.arrays
+    def __init__(self, ctx: Context, links: Links, areas: Links) -> None:
+        self.ctx, self.S, self.T = ctx, links.table, areas.table
+        a, s, t = ctx.store.particles.arrays, links.table.arrays, areas.table.arrays
         self.calls = PerState(lambda p, v, f: ctx.bind(
             "springs", force=a[f], pos=a[p], vel=a[v], pairs=s["pairs"], rest_length=s["rest_length"],
             stiffness=s["stiffness"], damping=s["damping"]))
+        self.area_calls = PerState(lambda p, v, f: ctx.bind(
+            "area_springs", force=a[f], pos=a[p], vel=a[v], triangles=t["triangles"],
+            rest_area=t["rest_area"], stiffness=t["stiffness"], damping=t["damping"]))
 
     def evaluate(self, state: int) -> None:
         if self.S.n:
             self.calls[state](self.S.n, self.ctx.dim)
+        if self.T.n:
+            self.area_calls[state](self.T.n, self.ctx.dim)
 
 
 class Springs(Feature):
-    """Damped springs; a spring with ``max_strain`` breaks when stretched beyond it."""
+    """Damped springs (a spring with ``max_strain`` breaks when stretched beyond it) and area
+    springs."""
 
-    kinds = (Spring,)
-    snapshot = (("springs", ("rest_length", "stiffness", "damping")),)
+    kinds = (Spring, AreaSpring)
+    snapshot = (("springs", ("rest_length", "stiffness", "damping")),
+                ("area_springs", ("rest_area", "stiffness", "damping")))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -79,15 +117,19 @@ class Springs(Feature):
             "rest_length": Field((), np.float64), "stiffness": Field((), np.float64),
             "damping": Field((), np.float64), "max_strain": Field((), np.float64, np.inf),
         }, MAX_SPRINGS)
+        self.areas = Links(ctx, "area_springs", 3, "triangles", {
+            "rest_area": Field((), np.float64), "stiffness": Field((), np.float64),
+            "damping": Field((), np.float64)}, MAX_SPRINGS)
         self.table = self.links.table
         self._tearable, self._counted = False, (-1, -1)  # any finite max_strain, as of (version, writes)
         self.broken_springs: list[int] = []
-        self.term = _SpringTerm(ctx, self.links)
+        self.term = _SpringTerm(ctx, self.links, self.areas)
         ctx.pipeline.forces.append(self.term)
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
-        m = self.table.n
-        return {"springs": (m, functools.partial(self.term.calls[0], m, self.ctx.dim))}
+        m, t = self.table.n, self.areas.table.n
+        return {"springs": (m, functools.partial(self.term.calls[0], m, self.ctx.dim)),
+                "area_springs": (t, functools.partial(self.term.area_calls[0], t, self.ctx.dim))}
 
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,
                    rest_length: float | None = None, max_strain: float | None = None) -> int:
@@ -121,6 +163,42 @@ class Springs(Feature):
         """The Spring component of ``entity``."""
         return self.ctx.ecs.get(entity, Spring, "spring")
 
+    def add_area_spring(self, a: int, b: int, c: int, stiffness: float, damping: float = 0.0,
+                        rest_area: float | None = None) -> int:
+        """A damped spring on the signed area of triangle (a, b, c) (2D); the rest area
+        defaults to its current one. ``stiffness`` k (N/m^3) and ``damping`` (N s/m^3) act
+        along the area's gradient: k |grad A|^2 (|grad A|^2 = the sum of the squared sides
+        / 4) is the stiffness of its area mode in N/m, as a spring's."""
+        rest = None if rest_area is None else [_validate.finite("rest_area", rest_area)]
+        return self.add_area_springs([[a, b, c]], _validate.nonnegative("stiffness", stiffness),
+                                     _validate.nonnegative("damping", damping), rest)[0]
+
+    def add_area_springs(self, triangles: Any, stiffness: Any, damping: Any = 0.0,
+                         rest_areas: Any = None) -> list[int]:
+        """Area springs in bulk over (M, 3) particle entities (2D). Returns their entities."""
+        if self.ctx.dim != 2:
+            raise ValueError("add_area_springs: area springs are 2D (this world has dim=3)")
+        ends, rows = self.areas.resolve("triangles", triangles)
+        m = len(ends)
+        params = {name: _validate.nonnegative_rows(name, value, m)
+                  for name, value in (("stiffness", stiffness), ("damping", damping))}
+        if rest_areas is None:
+            p = self.ctx.store.particles.arrays["pos"][rows.reshape(-1)].reshape(-1, 3, 2)
+            e1, e2 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]
+            rest = 0.5 * (e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+        else:
+            rest = _validate.per_row("rest_areas", rest_areas, m)
+            if not np.isfinite(rest).all():
+                raise ValueError("rest_areas must be finite")
+        table = self.areas.table
+        entities = self.areas.add("add_area_springs", lambda: AreaSpring(table), ends, rows,
+                                  rest_area=rest, **params)
+        return cast(list[int], entities.tolist())
+
+    def area_spring(self, entity: int) -> AreaSpring:
+        """The AreaSpring component of ``entity``."""
+        return self.ctx.ecs.get(entity, AreaSpring, "area_spring")
+
     def spring_strain(self, entity: int | None = None) -> Any:
         """Length / rest length of every spring, in spring row order (inf for rest 0), for
         stress colours; of one spring if ``entity`` is given."""
@@ -132,7 +210,11 @@ class Springs(Feature):
             return np.where(S.view("rest_length") > 0.0, length / S.view("rest_length"), np.inf)
 
     def remove(self, entities: list[int]) -> None:
-        self.links.remove(entities)
+        areas = self.areas.table.row_of
+        for links, own in ((self.links, [e for e in entities if e not in areas]),
+                           (self.areas, [e for e in entities if e in areas])):
+            if own:
+                links.remove(own)
 
     def _any_tearable(self) -> bool:
         """Whether any spring has a finite max_strain (recounted after rows or writes change)."""
@@ -143,10 +225,11 @@ class Springs(Feature):
         return self._tearable
 
     def links_of(self, particles: list[int]) -> list[int]:
-        return self.links.links_of(particles)
+        return self.links.links_of(particles) + self.areas.links_of(particles)
 
     def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
         self.links.particles_moved(entities, rows)
+        self.areas.particles_moved(entities, rows)
 
     def after_frame(self) -> None:
         """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``

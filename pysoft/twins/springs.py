@@ -1,4 +1,4 @@
-"""Twin of csrc/src/springs.c: damped springs."""
+"""Twin of csrc/src/springs.c: damped springs and area springs."""
 
 from __future__ import annotations
 
@@ -25,3 +25,25 @@ def springs(
     rows = np.stack([a[live], b[live]], axis=1).reshape(-1)
     vals = np.stack([f, -f], axis=1).reshape(-1, dim)
     np.add.at(force, rows, vals)
+
+
+def area_springs(
+    force: F64, pos: F64, vel: F64, triangles: I32, rest_area: F64,
+    stiffness: F64, damping: F64, m: int, dim: int,
+) -> None:
+    """Add the force -(k (A - A0) + c dA/dt) dA/dx of each triangle's signed area A to its
+    corners a, then b, then c."""
+    t = triangles[:m]
+    a, b, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
+    area = 0.5 * ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
+    g = np.stack([
+        np.stack([0.5 * (b[:, 1] - c[:, 1]), 0.5 * (c[:, 0] - b[:, 0])], axis=1),
+        np.stack([0.5 * (c[:, 1] - a[:, 1]), 0.5 * (a[:, 0] - c[:, 0])], axis=1),
+        np.stack([0.5 * (a[:, 1] - b[:, 1]), 0.5 * (b[:, 0] - a[:, 0])], axis=1)], axis=1)  # (m, 3, 2)
+    v = vel[t.reshape(-1)].reshape(-1, 3, dim)
+    rate = np.zeros(len(t))
+    for corner in range(3):
+        for axis in range(2):
+            rate = rate + g[:, corner, axis] * v[:, corner, axis]
+    s = -(stiffness[:m] * (area - rest_area[:m]) + damping[:m] * rate)
+    np.add.at(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, 2))
