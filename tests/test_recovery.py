@@ -201,7 +201,8 @@ def _press(w: pysoft.World, members: list[int]) -> tuple[int, float, int]:
 # Cells that do not hold yet: each names what is wrong, with its figures (as measured).
 INVERTED = ("stays inside out at rest: a ring of springs has no triangles to give it an inside (its mirror "
             "image is the same ring at rest); the blob's springs join every pair of its particles and hold "
-            "the mirror image against its fan's area springs")
+            "the mirror image against its fan's area springs (at twice their stiffness it turns back, but a "
+            "pile of 200 bodies then crushed a gas ball past its bound)")
 RING_FLIP = ("stays inside out: a ring of distance constraints has no inside; its mirror image is the "
              "same ring at rest (with shape matching, the pull is turned into spin)")
 FIGHT = ("springs hold the mirror image while shape matching pulls it back: they fight, and it turns "
