@@ -30,7 +30,8 @@ import numpy as np
 from pysoft.features import Features
 
 MAGIC = b"PYSOFT\x00S"
-# 2: arrays in feature order (pysoft.features.FEATURES); 3: bodies' rolling_resistance, area springs
+# 2: arrays in feature order (pysoft.features.FEATURES); 3: bodies' rolling_resistance,
+# area springs, grabs
 FORMAT_VERSION = 3
 _HEADER = struct.Struct("<8sII16s")
 

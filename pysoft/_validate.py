@@ -40,6 +40,16 @@ def positive(name: str, value: Any) -> float:
     return out
 
 
+def reach(name: str, value: Any) -> float:
+    """A distance limit: >= 0, and ``inf`` allowed (no limit)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    out = float(value)
+    if math.isnan(out) or out < 0.0:
+        raise ValueError(f"{name} must be >= 0 (inf for no limit), got {out}")
+    return out
+
+
 def unit_interval(name: str, value: Any) -> float:
     """A number in [0, 1]."""
     out = finite(name, value)

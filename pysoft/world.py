@@ -28,6 +28,7 @@ from pysoft.features.bodies import Bodies
 from pysoft.features.colliders import Colliders, Contacts
 from pysoft.features.constraints import Constraints
 from pysoft.features.contacts import BodyCollisions, BodyContacts
+from pysoft.features.grab import Grabbing
 from pysoft.features.gravity import Gravity
 from pysoft.features.particles import Particles
 from pysoft.features.springs import Springs
@@ -151,6 +152,7 @@ class World(Settings):
     add_springs = _api(Springs, Springs.add_springs)
     spring = _api(Springs, Springs.spring)
     spring_strain = _api(Springs, Springs.spring_strain)
+    spring_pairs = _api(Springs, Springs.spring_pairs)
     add_area_spring = _api(Springs, Springs.add_area_spring)
     add_area_springs = _api(Springs, Springs.add_area_springs)
     area_spring = _api(Springs, Springs.area_spring)
@@ -164,10 +166,24 @@ class World(Settings):
     body = _api(Bodies, Bodies.body)
     add_collider = _api(Colliders, Colliders.add_collider)
     collider = _api(Colliders, Colliders.collider)
+    add_pusher = _api(Colliders, Colliders.add_pusher)
     contacts: Contacts = _view(Colliders, "contacts")
     body_contacts: BodyContacts = _view(BodyCollisions, "body_contacts")
+    grab = _api(Grabbing, Grabbing.grab)
+    nearest_particle = _api(Grabbing, Grabbing.nearest_particle)
+    body_at = _api(Bodies, Bodies.body_at)
+    body_shapes = _api(Bodies, Bodies.body_shapes)
     add_gravity_well = _api(Gravity, Gravity.add_gravity_well)
     gravity_well = _api(Gravity, Gravity.gravity_well)
+
+    def debug_draw(self, drawer: Any, flags: int | None = None) -> None:
+        """Hand the world's primitives to ``drawer`` (any object with some of ``polygons``,
+        ``segments``, ``circles``, ``lines``, ``arrows``, ``text``; see ``pysoft.draw``);
+        ``flags`` a ``pysoft.draw.DrawFlags`` (default: outlines, springs by strain,
+        colliders, text)."""
+        from pysoft.draw import DrawFlags, debug_draw
+
+        debug_draw(self, drawer, DrawFlags.DEFAULT if flags is None else flags)
 
     @property
     def broken_springs(self) -> list[int]:

@@ -69,6 +69,15 @@ def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str,
             "stiffness": rng.uniform(0.0, 500.0, m), "damping": rng.uniform(0.0, 5.0, m)}
 
 
+def sample_grab(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, dim)
+    m = 0 if n == 0 else max(1, n // 4)
+    return {"force": p["force"], "pos": p["pos"], "vel": p["vel"],
+            "particle": rng.integers(0, max(n, 1), (m, 1)).astype(np.int32),  # some held twice
+            "target": vec(rng, m, dim), "stiffness": rng.uniform(0.0, 100.0, m),
+            "damping": rng.uniform(0.0, 5.0, m)}
+
+
 def sample_step(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
     return {"pos": p["pos"], "vel": p["vel"], "force": p["force"], "inv_mass": p["inv_mass"],
@@ -455,6 +464,7 @@ SAMPLERS: dict[str, Sampler] = {
     "radial_gravity": sample_radial_gravity,
     "springs": sample_springs,
     "area_springs": sample_area_springs,
+    "grab": sample_grab,
     "pressure": sample_pressure,
     "shape_match": sample_shape_match,
     "rolling_resistance": sample_rolling_resistance,

@@ -49,6 +49,33 @@ def test_demo_as_a_subprocess_without_a_tty() -> None:
     assert run.stdout.count("t = ") == 4
 
 
+@pytest.mark.parametrize("scene", ["demo", "balls"])
+def test_render_writes_a_gif_with_the_frames_asked_for(scene: str, tmp_path: pathlib.Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    out = tmp_path / "run.gif"
+    assert main(["render", scene, "--out", str(out), "--seconds", "0.5", "--fps", "10",
+                 "--size", "160x120"]) == 0
+    gif = Image.open(out)
+    assert gif.n_frames == 5 and gif.size == (160, 120)
+    assert "5 frames" in capsys.readouterr().out
+
+
+def test_render_writes_a_png_of_the_last_frame(tmp_path: pathlib.Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    out = tmp_path / "frame.png"
+    assert main(["render", "demo", "--out", str(out), "--seconds", "0.5", "--size", "200x100"]) == 0
+    img = np.asarray(Image.open(out).convert("RGB"))
+    assert img.shape == (100, 200, 3) and len(np.unique(img.reshape(-1, 3), axis=0)) > 3  # drawn on
+    with pytest.raises(SystemExit):
+        main(["render", "demo", "--out", str(tmp_path / "x.bmp")])
+    with pytest.raises(SystemExit):
+        main(["render", "demo", "--out", str(out), "--size", "0x10"])
+
+
 def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     results = bench.run(sizes=(200,), rounds=1)
     scene = results["scenes"][0]

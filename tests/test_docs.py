@@ -57,6 +57,10 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(pit, pysoft.World) and len(pit.body_contacts.particles) > 0
     top = max(pit.positions[pit.row(e), 1] for e in pit.body(namespace["stack"][-1]).particles)
     assert top > 1.4  # the stack of three 0.5 m boxes still stands
+    play = namespace["play"]
+    assert isinstance(play, pysoft.World) and play.store.tables["grabs"].n == 0  # released
+    assert play.store.colliders.n == 2  # the floor and the pusher
+    assert namespace["segments"].shape == (play.store.springs.n, 2, 2)  # type: ignore[attr-defined]
     builders = namespace["lab"]
     assert isinstance(builders, pysoft.World) and builders.store.bodies.n == 10
     assert np.isfinite(builders.positions).all()

@@ -57,6 +57,11 @@ void ps_rolling_resistance(double *vel, double *rolled, const double *pos, const
                            const int32_t *members, const int32_t *body_start,
                            const int32_t *body_count, const double *coefficient, int nb, int dim);
 
+/* grab.c */
+void ps_grab(double *force, const double *pos, const double *vel, const int32_t *particle,
+             const double *target, const double *stiffness, const double *damping,
+             int m, int dim);
+
 /* integrate.c */
 void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
                          const double *force, const double *inv_mass,

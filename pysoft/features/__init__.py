@@ -20,12 +20,13 @@ from pysoft.features.colliders import Colliders
 from pysoft.features.constraints import Constraints
 from pysoft.features.contacts import BodyCollisions
 from pysoft.features.edges import EdgeCollisions
+from pysoft.features.grab import Grabbing
 from pysoft.features.gravity import Gravity
 from pysoft.features.particles import MAX_PARTICLES, Particles
 from pysoft.features.springs import Springs
 
 FEATURES: tuple[type[Feature], ...] = (Particles, Gravity, Springs, Constraints, Bodies, Colliders,
-                                       EdgeCollisions, BodyCollisions)
+                                       EdgeCollisions, BodyCollisions, Grabbing)
 
 
 class Features:

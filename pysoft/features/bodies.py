@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Incidence, Ragged, Table
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.shapes import signed_area
+from pysoft.twins._common import ranges
 
 # the gas's pressure is that of at least this fraction of the rest area: a crushed body's gas
 # pushes back at up to 10x its rest pressure, and an outline turned inside out (area <= 0)
@@ -213,6 +214,17 @@ class SoftBody(RowView):
         return next((m for m in self.models if isinstance(m, ShapeMatching)), None)
 
 
+class BodyShapes(NamedTuple):
+    """Every body's shape at once (``World.body_shapes``), in body row order."""
+
+    entities: np.ndarray  # (nb,) body entities
+    offsets: np.ndarray  # (nb + 1,) body b's outline is rows[offsets[b]:offsets[b + 1]]
+    rows: np.ndarray  # the outlines' particle rows, concatenated
+    centroids: np.ndarray  # (nb, dim) mass-weighted centroids of the members
+    areas: np.ndarray  # (nb,) signed outline areas (m^2)
+    angles: np.ndarray  # (nb,) best-fit rotation from the rest shape (rad)
+
+
 class _BodyTerm:
     """Pressure then shape matching, bound for every force state."""
 
@@ -357,7 +369,8 @@ class Bodies(Feature):
         xy = pos[P.rows(members)]
         entity = int(self.ctx.ecs.create(1, lambda: SoftBody(B, self.members, self.outline,
                                                              models))[0])
-        if area > 0.0:
+        span = float(np.ptp(pos[P.rows(ring)], axis=0).max()) if len(ring) else 0.0
+        if area > 1e-12 * span * span:  # a straight rope's rounding (1e-15 m^2) encloses nothing
             flags |= CLOSED
         row = B.add(1, min_area=MIN_AREA_FRACTION * area, entity=[entity], flags=flags, **material)
         self.members.assign(row, rows=P.rows(members).astype(np.int32), particle=members,
@@ -443,6 +456,62 @@ class Bodies(Feature):
     def body(self, entity: int) -> SoftBody:
         """The SoftBody component of ``entity``."""
         return self.ctx.ecs.get(entity, SoftBody, "body")
+
+    def body_shapes(self) -> BodyShapes:
+        """Every body at once, in body row order, for drawing and games (arrays, no Python
+        loop over bodies): entities; outlines as ragged rows (body b's outline particle rows
+        are ``rows[offsets[b]:offsets[b + 1]]``, counter-clockwise as built); the members'
+        mass-weighted centroids; the outlines' signed areas; and angles (rad), the best-fit
+        rotation of the members from their rest shape (shape matching's, atan2(S, D))."""
+        B, dim = self.table, self.ctx.dim
+        P = self.ctx.store.particles.arrays
+        pos, mass = P["pos"], P["mass"]
+        count = B.view("outline_count").astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(count)])
+        body, flat = ranges(B.view("outline_start"), B.view("outline_count"), B.n)
+        rows = self.outline.flat.arrays["rows"][flat].astype(np.int64)
+        start = B.view("outline_start")[body]
+        nxt = self.outline.flat.arrays["rows"][start + (flat - start + 1) % count[body]]
+        a, b = pos[rows], pos[nxt]
+        areas = 0.5 * np.bincount(body, a[:, 0] * b[:, 1] - b[:, 0] * a[:, 1], minlength=B.n)
+        owner, mflat = ranges(B.view("member_start"), B.view("member_count"), B.n)
+        mrows = self.members.flat.arrays["rows"][mflat]
+        m = np.where(np.isfinite(mass[mrows]), mass[mrows], 0.0)
+        total = np.bincount(owner, m, minlength=B.n)
+        plain = total <= 0.0  # only immovable members: their plain mean
+        weight = np.where(plain[owner], 1.0, m)
+        norm = np.bincount(owner, weight, minlength=B.n)
+        centroids = np.stack([np.bincount(owner, weight * pos[mrows, k], minlength=B.n) for k in range(dim)],
+                             axis=1) / np.where(norm > 0.0, norm, 1.0)[:, None]
+        r = pos[mrows] - centroids[owner]
+        q = self.members.flat.arrays["rest"][mflat]
+        D = np.bincount(owner, q[:, 0] * r[:, 0] + q[:, 1] * r[:, 1], minlength=B.n)
+        S = np.bincount(owner, q[:, 0] * r[:, 1] - q[:, 1] * r[:, 0], minlength=B.n)
+        return BodyShapes(B.view("entity").copy(), offsets, rows, centroids, areas, np.arctan2(S, D))
+
+    def body_at(self, point: Any) -> int | None:
+        """The body whose outline encloses ``point`` (even-odd rule; of several, the one
+        added last, drawn on top), or None. 2D; closed outlines only."""
+        p = _validate.vector("point", point, self.ctx.dim)
+        B = self.table
+        if not B.n:
+            return None
+        pos = self.ctx.store.particles.arrays["pos"]
+        start, count = B.view("outline_start"), B.view("outline_count")
+        closed = (B.view("flags") & CLOSED) != 0
+        body, flat = ranges(start, count, B.n)
+        nxt = start[body] + (flat - start[body] + 1) % count[body]
+        rows = self.outline.flat.arrays["rows"]
+        a, b = pos[rows[flat]], pos[rows[nxt]]
+        with np.errstate(divide="ignore", invalid="ignore"):  # horizontal edges never cross
+            cross = ((a[:, 1] > p[1]) != (b[:, 1] > p[1])) & (
+                p[0] < a[:, 0] + (p[1] - a[:, 1]) * (b[:, 0] - a[:, 0]) / (b[:, 1] - a[:, 1]))
+        inside = (np.bincount(body[cross], minlength=B.n) % 2 == 1) & closed
+        hits = np.flatnonzero(inside)
+        if not len(hits):
+            return None
+        entity = B.view("entity")[hits]
+        return int(entity.max())  # entities grow: the last added
 
     def remove(self, entities: list[int]) -> None:
         B = self.table

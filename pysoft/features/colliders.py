@@ -22,7 +22,7 @@ from pysoft._ecs import Column, RowView, Vector
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Ragged, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
-from pysoft.shapes import SHAPES, Shape, rotation_2d
+from pysoft.shapes import SHAPES, Disc, Shape, Sphere, rotation_2d
 
 MAX_COLLIDERS = 1 << 20
 MAX_FACES = 1 << 22
@@ -150,6 +150,38 @@ def advance_colliders(C: Table, h: float) -> None:
         rot[row] = (np.eye(3) + np.sin(theta) * K + (1.0 - np.cos(theta)) * K @ K) @ rot[row]
 
 
+class Pusher:
+    """A kinematic disc collider that follows ``target``: each frame it moves there at the
+    speed that takes it there in one frame (the collide pass sees it move, so it shoves
+    particles and bodies aside rather than teleporting through them). ``collider`` is its
+    collider entity; ``remove()`` takes it out of the world."""
+
+    __slots__ = ("_dt", "_remove", "_target", "_view", "collider")
+
+    def __init__(self, collider: int, view: Collider, dt: Callable[[], float],
+                 remove: Callable[[int], None]) -> None:
+        self.collider, self._view, self._dt, self._remove = collider, view, dt, remove
+        self._target = np.array(view.position, dtype=float)
+
+    @property
+    def target(self) -> np.ndarray:
+        """Where the disc is going (m); set it each frame (a mouse position)."""
+        return self._target.copy()
+
+    @target.setter
+    def target(self, value: Any) -> None:
+        self._target = _validate.vector("target", value, len(self._target))
+        self.aim()
+
+    def aim(self) -> None:
+        """Set the disc's velocity to reach the target in one frame (0 once there)."""
+        self._view.velocity = (self._target - np.asarray(self._view.position)) / self._dt()
+
+    def remove(self) -> None:
+        """Take the pusher's collider out of its world."""
+        self._remove(self.collider)
+
+
 class _CollideTerm:
     """Particles against colliders. On a frame's first substep it clears the contact report
     and refreshes ``keep = exp(-tangential_damping h)``; moving colliders advance first."""
@@ -226,6 +258,7 @@ class Colliders(Feature):
         self.reported = np.zeros(0, dtype=np.int64)  # collider entities by row, as of the last step
         self._reported_version = -1
         self.term = _CollideTerm(ctx, C, faces)
+        self.pushers: list[Pusher] = []
         ctx.pipeline.collide.append(self.term)
         ctx.pipeline.resettle.append(_RecollideTerm(self.term))
 
@@ -284,11 +317,32 @@ class Colliders(Feature):
         C.remove_rows(C.rows(entities))
         self.ctx.ecs.delete(entities)
 
+    def add_pusher(self, radius: float, position: Sequence[float] | None = None,
+                   friction: float = 0.5) -> Pusher:
+        """A kinematic disc (a sphere in 3D) of ``radius`` (m) at ``position`` (default the
+        origin) that follows its handle's ``target`` (set it each frame, as a mouse moves) and
+        shoves particles and bodies aside as a moving collider does (no restitution). Remove
+        it with ``pusher.remove()`` or ``world.remove(pusher.collider)``."""
+        r = _validate.positive("radius", radius)
+        mu = _validate.nonnegative("friction", friction)
+        dim = self.ctx.dim
+        centre = np.zeros(dim) if position is None else _validate.vector("position", position, dim)
+        shape = Disc(centre, r) if dim == 2 else Sphere(centre, r)
+        entity = self.add_collider(shape, restitution=0.0, friction=mu)
+        pusher = Pusher(entity, self.collider(entity), lambda: self.ctx.settings._dt,
+                        lambda e: self.remove([e]))
+        self.pushers.append(pusher)
+        return pusher
+
     def after_frame(self) -> None:
         # The report names colliders by row: keep the rows' entities as they were in this step.
         if self._reported_version != self.table.version:
             self.reported = self.table.view("entity").copy()
             self._reported_version = self.table.version
+        live = self.table.row_of  # aim every live pusher at its target for the next frame
+        self.pushers = [p for p in self.pushers if p.collider in live]
+        for p in self.pushers:
+            p.aim()
 
     @property
     def contacts(self) -> Contacts:

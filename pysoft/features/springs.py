@@ -199,6 +199,13 @@ class Springs(Feature):
         """The AreaSpring component of ``entity``."""
         return self.ctx.ecs.get(entity, AreaSpring, "area_spring")
 
+    def spring_pairs(self, entities: bool = False) -> np.ndarray:
+        """Every spring's two particles at once, in spring row order (a copy, (m, 2)): their
+        rows in ``world.positions`` (for drawing: ``positions[pairs]`` is (m, 2, dim)), or
+        their entities."""
+        S = self.table
+        return (S.view("ends") if _validate.flag("entities", entities) else S.view("pairs")).copy()
+
     def spring_strain(self, entity: int | None = None) -> Any:
         """Length / rest length of every spring, in spring row order (inf for rest 0), for
         stress colours; of one spring if ``entity`` is given."""

@@ -7,15 +7,15 @@ dotted polylines, and horizontal planes as a ruled line.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from pysoft.world import World
+import numpy as np
 
 # Braille dot bits for (column, row) inside a 2x4 cell (Unicode U+2800 block).
 _BITS = np.array([[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]])
 
 
-def render(world: World, width: int = 78, height: int = 22,
+def render(world: Any, width: int = 78, height: int = 22,
            view: tuple[float, float, float, float] = (-3.0, -0.3, 3.0, 4.2)) -> str:
     """The world's particles, springs and floor lines in ``view`` (x0, y0, x1, y1), as text."""
     x0, y0, x1, y1 = view
@@ -42,7 +42,7 @@ def render(world: World, width: int = 78, height: int = 22,
     return "\n".join(lines)
 
 
-def _outline_edges(world: World) -> np.ndarray:
+def _outline_edges(world: Any) -> np.ndarray:
     """(E, 2) particle rows of every body's outline edges (an open outline, a rope's, is not
     closed)."""
     B, flat = world.store.bodies, world.store.body_outlines.arrays["rows"]
@@ -56,7 +56,7 @@ def _outline_edges(world: World) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _planes(world: World) -> list[tuple[np.ndarray, float]]:
+def _planes(world: Any) -> list[tuple[np.ndarray, float]]:
     """World-space (unit normal, offset) of every plane collider."""
     out = []
     C = world.store.colliders
@@ -68,7 +68,7 @@ def _planes(world: World) -> list[tuple[np.ndarray, float]]:
     return out
 
 
-def _collider_points(world: World, view: tuple[float, float, float, float]) -> list[np.ndarray]:
+def _collider_points(world: Any, view: tuple[float, float, float, float]) -> list[np.ndarray]:
     """Dots along every collider outline, and along slanted planes."""
     C = world.store.colliders
     out = []
