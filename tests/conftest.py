@@ -1,4 +1,4 @@
-"""Shared fixtures: leave esper's default context as each test found it."""
+"""Shared fixtures: every backend; leave esper's default context as each test found it."""
 
 from __future__ import annotations
 
@@ -20,3 +20,10 @@ def clean_default_esper_context() -> Iterator[None]:
     esper.clear_database()
     for processor in list(esper._processors):
         esper.remove_processor(type(processor))
+
+
+@pytest.fixture(params=("c", "python"))
+def backend(request: pytest.FixtureRequest) -> str:
+    """A test that takes ``backend`` runs on the C core and on the NumPy twins."""
+    name: str = request.param
+    return name

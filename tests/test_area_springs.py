@@ -14,14 +14,8 @@ import pytest
 import pysoft
 from pysoft import _kernels, build
 
-BACKENDS = ("c", "python")
 BASE, HEIGHT, MASS, K = 1.0, 1.0, 0.5, 200.0  # m, m, kg, N/m^3
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
 
 
 def _triangle(backend: str, apex_y: float, damping: float = 0.0) -> tuple[pysoft.World, int]:

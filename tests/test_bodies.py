@@ -33,12 +33,6 @@ MATCH_K = 500.0  # shape-matching stiffness (1/s^2)
 MATCH_D = 5.0  # shape-matching damping (1/s)
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """Every test runs on the C core and on the NumPy twins."""
-    name: str = request.param
-    return name
-
 
 def _signed_area(xy: np.ndarray) -> float:
     """Shoelace area of the polygon ``xy`` (> 0 when counter-clockwise)."""

@@ -22,19 +22,12 @@ import pytest
 import pysoft
 from pysoft.shapes import rotation_2d
 
-BACKENDS = ("c", "python")
 G = 9.81  # |gravity| (m/s^2)
 DT = 1.0 / 60.0
 SUBSTEPS = 8
 H = DT / SUBSTEPS
 R = 0.05  # particle radius (m)
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """Every test runs on the C core and on the NumPy twins."""
-    name: str = request.param
-    return name
 
 
 def _world(backend: str, gravity: tuple[float, float] = (0.0, -G)) -> pysoft.World:

@@ -38,11 +38,6 @@ OBSTACLES = ("disc", "diamond", "segment")
 TOL = 1e-6  # m: how far a feature may be inside the outline (measured: below 1e-13 m)
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
 
 def clearance(outline: np.ndarray, q: np.ndarray, radius: float) -> float:
     """Signed distance of ``q`` from the closed polygon ``outline`` (positive outside), minus

@@ -12,14 +12,8 @@ import pysoft
 from pysoft import build
 from pysoft._ecs import RemovedError
 
-BACKENDS = ("c", "python")
 G = 9.81
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
 
 
 def test_a_grabbed_particle_swings_at_the_springs_frequency(backend: str) -> None:

@@ -23,7 +23,6 @@ import pytest
 
 import pysoft
 
-BACKENDS = ("c", "python")
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 G = 9.81  # |gravity| (m/s^2)
 DT = 1.0 / 60.0
@@ -38,12 +37,6 @@ A = 0.1
 OMEGA0 = math.sqrt(K / M)
 PERIOD = 2.0 * math.pi * math.sqrt(M / K)
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """Every test runs on the C core and on the NumPy twins."""
-    name: str = request.param
-    return name
 
 
 def _gravity(dim: int) -> tuple[float, ...]:

@@ -13,14 +13,8 @@ import pytest
 import pysoft
 from pysoft import _kernels, build
 
-BACKENDS = ("c", "python")
 G = 9.81
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
 
 
 def _ring(w: pysoft.World, c: float, n: int = 48, radius: float = 0.3, mass: float = 1.0,
