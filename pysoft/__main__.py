@@ -30,17 +30,18 @@ def info() -> int:
         print("default backend: c")
     else:
         print(f"C core: MISSING ({_native.IMPORT_ERROR})")
-        print("default backend: none -- only World(backend='python') works; rebuild with "
-              "`pip install -e .`")
+        print("default backend: python (the NumPy twins, about 15x slower); install a C compiler "
+              "and reinstall pysoft to build the core")
     return 0
 
 
-def demo(seconds: float, backend: str, frames_shown: int | None) -> int:
+def demo(seconds: float, backend: str | None, frames_shown: int | None) -> int:
     """Soft bodies landing on each other and piling up, drawn in the terminal."""
     from pysoft import scenes
     from pysoft.draw import render
 
     world = scenes.demo(backend=backend)
+    backend = world.backend
     fps = 60
     total = int(seconds * fps)
     animate = sys.stdout.isatty() and frames_shown is None and not os.environ.get("CI")
@@ -113,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("info", help="versions, backend and compile flags")
     p_demo = sub.add_parser("demo", help="soft bodies landing on each other, in the terminal")
     p_demo.add_argument("--seconds", type=float, default=4.0, help="simulated time (s)")
-    p_demo.add_argument("--backend", choices=("c", "python"), default="c")
+    p_demo.add_argument("--backend", choices=("c", "python"), default=None,
+                        help="default: c, or python where the C core is missing")
     p_demo.add_argument("--frames", type=int, default=None,
                         help="how many frames to print (default: animate on a terminal, "
                              "else 4 snapshots)")

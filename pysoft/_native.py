@@ -1,15 +1,18 @@
 """The one place that imports the compiled C core (``pysoft._core``).
 
-If the core is missing (pysoft imported from a source tree that was never
-built), :data:`AVAILABLE` is False, ``python -m pysoft info`` says so, and
-only ``backend="python"`` worlds can be made. With ``PYSOFT_REQUIRE_C=1`` in
-the environment, importing pysoft raises instead: CI uses it so that a build
+If the core is missing (installed where no C compiler was found, or imported
+from a source tree that was never built), :data:`AVAILABLE` is False, importing
+pysoft warns once (a RuntimeWarning saying how to get the core), ``python -m
+pysoft info`` says so, and worlds run on the NumPy twins (``backend="python"``,
+the default then; ``backend="c"`` raises). With ``PYSOFT_REQUIRE_C=1`` in the
+environment, importing pysoft raises instead: CI uses it so that a build
 failure can never fall back to NumPy silently.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 try:
@@ -25,6 +28,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without a build
         raise ImportError(
             f"PYSOFT_REQUIRE_C is set but the compiled core pysoft._core is missing: {exc}"
         ) from exc
+    warnings.warn(
+        "pysoft: the compiled C core is missing, so pysoft runs on its NumPy twins (about 15x "
+        "slower). Install a C compiler (gcc, clang or MSVC) and reinstall pysoft "
+        "(pip install --force-reinstall pysoft, or pip install -e . in a checkout) to build it.",
+        RuntimeWarning, stacklevel=2)
+
+
+def default_backend() -> str:
+    """"c" when the core is built, else "python"."""
+    return "c" if AVAILABLE else "python"
 
 
 def require() -> tuple[Any, Any]:

@@ -85,7 +85,7 @@ class World(Settings):
         max_dt: float = 1.0 / 15.0,
         drag: float = 0.0,
         integrator: str = "symplectic_euler",
-        backend: str = "c",
+        backend: str | None = None,
         context: str | None = None,
         *,
         restitution_threshold: float = 0.25,
@@ -99,6 +99,8 @@ class World(Settings):
     ) -> None:
         if dim not in (2, 3) or isinstance(dim, bool):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
+        if backend is None:  # the C core, or the NumPy twins where it was not built
+            backend = _native.default_backend()
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if backend == "c":

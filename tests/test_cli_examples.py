@@ -135,13 +135,29 @@ def test_info_says_when_the_c_core_is_missing(tmp_path: pathlib.Path) -> None:
                          env=env, cwd=tmp_path, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "C core: MISSING" in run.stdout
-    # Without the core only the NumPy backend can be used, and the C backend says why.
-    code = (UNMAP + "import pysoft\nassert not pysoft.C_AVAILABLE\npysoft.World(backend='python').step()\n"
-            "try:\n    pysoft.World()\nexcept RuntimeError as e:\n    print(e)\n")
+    assert "default backend: python" in run.stdout
+    # Without the core worlds run on the NumPy twins (the default then), import warns once,
+    # and asking for the C backend says why it cannot be had.
+    code = (UNMAP + "import pysoft\nassert not pysoft.C_AVAILABLE\nw = pysoft.World()\n"
+            "assert w.backend == 'python'\nw.step()\n"
+            "try:\n    pysoft.World(backend='c')\nexcept RuntimeError as e:\n    print(e)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "C core pysoft._core is not built" in run.stdout
+    assert run.stderr.count("the compiled C core is missing") == 1  # one warning, at import
+
+
+def test_the_demo_runs_without_the_core(tmp_path: pathlib.Path) -> None:
+    """No compiler, no core: the demo still runs (on the NumPy twins), never a traceback."""
+    env = _source_tree_without_core(tmp_path)
+    demo = UNMAP + ("import runpy; sys.argv = ['pysoft', 'demo', '--seconds', '0.25', '--frames', '1']; "
+                    "runpy.run_module('pysoft', run_name='__main__')")
+    run = subprocess.run([sys.executable, "-c", demo], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "(python backend)" in run.stdout and "Traceback" not in run.stderr
+    assert "the compiled C core is missing" in run.stderr
 
 
 def test_require_c_makes_import_fail_without_the_core(tmp_path: pathlib.Path) -> None:
