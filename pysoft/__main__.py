@@ -1,4 +1,4 @@
-"""Command line: ``python -m pysoft info | demo | render | bench``."""
+"""Command line: ``python -m pysoft info | demo | sandbox | render | bench``."""
 
 from __future__ import annotations
 
@@ -119,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--frames", type=int, default=None,
                         help="how many frames to print (default: animate on a terminal, "
                              "else 4 snapshots)")
+    p_box = sub.add_parser("sandbox", help="a pygame-ce window: grab, push and spawn soft bodies")
+    p_box.add_argument("--scene", choices=RENDER_SCENES, default="demo")
+    p_box.add_argument("--frames", type=int, default=None, help="run this many frames, then exit")
+    p_box.add_argument("--size", type=_size, default=(960, 640), help="WIDTHxHEIGHT pixels")
     p_render = sub.add_parser("render", help="a scene as a PNG (last frame) or GIF/WebP (the run)")
     p_render.add_argument("scene", choices=RENDER_SCENES)
     p_render.add_argument("--out", required=True, help="run.gif, run.webp or frame.png")
@@ -137,6 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.seconds <= 0 or (args.frames is not None and args.frames < 1):
             parser.error("--seconds must be > 0 and --frames >= 1")
         return demo(args.seconds, args.backend, args.frames)
+    if args.command == "sandbox":
+        if args.frames is not None and args.frames < 1:
+            parser.error("--frames must be >= 1")
+        from pysoft.sandbox import Sandbox
+
+        ran = Sandbox(args.scene, args.size).run(args.frames)
+        print(f"sandbox: {ran} frames")
+        return 0
     if args.command == "render":
         if args.seconds <= 0 or args.fps < 1:
             parser.error("--seconds must be > 0 and --fps >= 1")

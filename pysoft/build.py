@@ -281,7 +281,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
         cells: Sequence[int] = (4, 4), model: str | Sequence[str] = "springs", mass: float = 1.0,
         stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-        compliance: float = 1e-5, area_compliance: float = 0.0, radius: float = 0.0,
+        compliance: float = 1e-5, area_compliance: float = 0.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0,
@@ -298,7 +298,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     tear = _tear(max_strain, models)
     _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
            match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
-           area_compliance=area_compliance, radius=radius)
+           area_compliance=area_compliance, particle_radius=particle_radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
     if not (w > 0 and h > 0):
@@ -314,7 +314,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
              np.stack([idx[:-2, :].ravel(), idx[2:, :].ravel()], 1)]  # and along columns
     grid = grid_pairs(nx, ny)
     pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
-    entities = np.asarray(world.add_particles(pos, masses=m, radii=radius), dtype=np.int64)
+    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
     if amount is None:
         amount = _default_amount(mass, w * h)
     a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles

@@ -760,3 +760,16 @@ def test_removed_member_leaves_shape_matching_force_free(backend: str) -> None:
         w.step()
     assert np.abs(w.velocities.mean(axis=0)).max() < 1e-9
     assert np.abs(w.positions.mean(axis=0) - c0).max() < 1e-9
+
+
+def test_every_builder_names_its_particles_radius_alike() -> None:
+    """One keyword for the particles' collision radius in every builder that makes
+    particles: ``particle_radius`` (``box`` called it ``radius``; a circle's ``radius`` is its
+    size)."""
+    import inspect
+
+    for name in ("box", "circle", "ball", "blob", "rope", "cloth", "polygon"):
+        assert "particle_radius" in inspect.signature(getattr(build, name)).parameters, name
+    w = pysoft.World()
+    box = build.box(w, particle_radius=0.02)
+    assert (w.store.particles.view("radius")[[w.row(e) for e in w.body(box).particles]] == 0.02).all()
