@@ -42,7 +42,8 @@ def test_a_left_drag_pulls_a_body_toward_the_cursor() -> None:
     box.handle(_event(pygame.MOUSEBUTTONDOWN, button=1, pos=tuple(box.camera.to_screen(corner))))
     assert box.hand is not None
     goal = corner + np.array([0.0, 1.0])
-    box.handle(_event(pygame.MOUSEMOTION, pos=tuple(box.camera.to_screen(goal)), rel=(0, 0), buttons=(1, 0, 0)))
+    box.handle(_event(pygame.MOUSEMOTION, pos=tuple(box.camera.to_screen(goal)), rel=(0, 0),
+                      buttons=(1, 0, 0)))
     start = _centre(box, body)
     for _ in range(60):
         box.frame()
