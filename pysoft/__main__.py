@@ -108,17 +108,35 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def _has_display() -> bool:
+    """A window can open: a display server is named and pygame-ce is installed."""
+    named = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if not (named or sys.platform in ("win32", "darwin")):
+        return False
+    if os.environ.get("SDL_VIDEODRIVER") == "dummy" or os.environ.get("CI"):
+        return False
+    try:
+        import pygame  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pysoft", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and compile flags")
-    p_demo = sub.add_parser("demo", help="soft bodies landing on each other, in the terminal")
+    p_demo = sub.add_parser("demo", help="soft bodies landing on each other: in a window where "
+                                         "one can open, else in the terminal (or --gif)")
     p_demo.add_argument("--seconds", type=float, default=4.0, help="simulated time (s)")
     p_demo.add_argument("--backend", choices=("c", "python"), default=None,
                         help="default: c, or python where the C core is missing")
     p_demo.add_argument("--frames", type=int, default=None,
                         help="how many frames to print (default: animate on a terminal, "
                              "else 4 snapshots)")
+    p_demo.add_argument("--gif", default=None, help="write the run to this GIF/WebP instead")
+    p_demo.add_argument("--terminal", action="store_true",
+                        help="draw in the terminal even where a window could open")
     p_box = sub.add_parser("sandbox", help="a pygame-ce window: grab, push and spawn soft bodies")
     p_box.add_argument("--scene", choices=RENDER_SCENES, default="demo")
     p_box.add_argument("--frames", type=int, default=None, help="run this many frames, then exit")
@@ -140,6 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         if args.seconds <= 0 or (args.frames is not None and args.frames < 1):
             parser.error("--seconds must be > 0 and --frames >= 1")
+        if args.gif is not None:
+            if not args.gif.lower().endswith((".gif", ".webp")):
+                parser.error("--gif must end in .gif or .webp")
+            return render("demo", args.gif, args.seconds, 20, (480, 320))
+        if not args.terminal and args.frames is None and _has_display():
+            from pysoft.sandbox import Sandbox
+
+            Sandbox("demo").run()
+            return 0
         return demo(args.seconds, args.backend, args.frames)
     if args.command == "sandbox":
         if args.frames is not None and args.frames < 1:

@@ -42,6 +42,29 @@ def test_demo_draws_in_the_terminal_without_a_display(capsys: pytest.CaptureFixt
     assert -1e-9 <= lowest < 0.05  # the boxes landed on the floor, not through it
 
 
+def test_demo_writes_a_gif_when_asked(tmp_path: pathlib.Path) -> None:
+    from PIL import Image
+
+    out = tmp_path / "demo.gif"
+    assert main(["demo", "--seconds", "0.5", "--gif", str(out)]) == 0
+    assert Image.open(out).n_frames == 10  # 20 frames a second
+    with pytest.raises(SystemExit):
+        main(["demo", "--gif", str(tmp_path / "demo.png")])
+
+
+def test_demo_opens_a_window_only_where_one_can_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pysoft import __main__ as cli
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "CI", "SDL_VIDEODRIVER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cli.sys, "platform", "linux")
+    assert not cli._has_display()  # no display server named
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert cli._has_display()  # named, and pygame-ce is installed
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    assert not cli._has_display()
+
+
 def test_demo_as_a_subprocess_without_a_tty() -> None:
     run = subprocess.run([sys.executable, "-m", "pysoft", "demo", "--seconds", "0.5"],
                          capture_output=True, text=True, timeout=120, env={"TERM": "dumb", "PATH": ""})
