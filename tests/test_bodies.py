@@ -648,7 +648,7 @@ LATE_BAD_BUILDS = [
     ("rope", {"bending": -1.0}, "bending"),
     ("box", {"model": "pressure", "amount": -1.0}, "amount"),
     ("box", {"model": "shape_matching", "match_stiffness": -1.0}, "match_stiffness"),
-    ("box", {"radius": -1.0}, "radius"),
+    ("box", {"particle_radius": -1.0}, "particle_radius"),
     ("circle", {"particle_radius": -1.0}, "particle_radius"),
     ("box", {"cells": (4,)}, "cells"),
 ]
