@@ -122,6 +122,10 @@ EXPECT = {
     "wind_system": ((60,), lambda tip: tip > 0.0),  # the wind pushed the rope downwind
     "obstacle_rain": ((2.0,), lambda touching: touching > 100),  # the rain lands on something
     "piles": ((3.0,), lambda touching: touching > 20),  # the bodies lie on each other
+    # three bodies resting on the planet: centroids 0.1-0.5 m above its surface (half sizes 0.25-0.4)
+    "planets": ((4.0,), lambda heights: len(heights) == 3 and all(0.1 < h < 0.5 for h in heights)),
+    "rope_bridge": ((3.0,), lambda lowest: 0.5 < lowest < 2.0),  # held by the sagging bridge
+    "jelly_car": ((3.0,), lambda travelled: travelled > 1.0),  # the motor drives it along
 }
 
 
