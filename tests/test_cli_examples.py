@@ -126,6 +126,9 @@ EXPECT = {
     "planets": ((4.0,), lambda heights: len(heights) == 3 and all(0.1 < h < 0.5 for h in heights)),
     "rope_bridge": ((3.0,), lambda lowest: 0.5 < lowest < 2.0),  # held by the sagging bridge
     "jelly_car": ((3.0,), lambda travelled: travelled > 1.0),  # the motor drives it along
+    "xpbd_star": ((3.0,), lambda ratio: abs(ratio - 1.0) < 0.05),  # its area kept (5 %)
+    # the rope hangs from its pin (1.5 m long, the pin at 2.5 m), the blob lies on the floor
+    "rope_and_blob": ((3.0,), lambda r: 0.9 < r[0] < 2.5 and _lands_on_the_floor(r[1])),
 }
 
 
