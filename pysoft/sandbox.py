@@ -67,10 +67,9 @@ class Sandbox:
         if event.type == pg.QUIT:
             self.running = False
         elif event.type == pg.MOUSEBUTTONDOWN and event.button == 1:
-            point = self.mouse()
-            reach = 40.0 / self.camera.scale  # 40 pixels
-            if w.nearest_particle(point, reach, movable=True) is not None:
-                self.hand = w.grab(point, stiffness=self._grip(point), damping=1.0, max_distance=reach)
+            near = w.nearest_particle(self.mouse(), 40.0 / self.camera.scale, movable=True)  # 40 pixels
+            if near is not None:
+                self.hand = w.grab(near, stiffness=self._grip(near), damping=1.0)
         elif event.type == pg.MOUSEBUTTONDOWN and event.button == 3:
             self.pusher = w.add_pusher(0.15, position=tuple(self.mouse().tolist()))
         elif event.type == pg.MOUSEBUTTONUP and event.button == 1 and self.hand is not None:
@@ -82,11 +81,10 @@ class Sandbox:
         elif event.type == pg.KEYDOWN:
             self.key(event.key, event.unicode)
 
-    def _grip(self, point: np.ndarray) -> float:
+    def _grip(self, entity: int) -> float:
         """A mouse spring as stiff as the grabbed particle allows (k h^2 / m = 0.1)."""
         w = self.world
-        entity = w.nearest_particle(point, movable=True)
-        m = float(w.store.particles.view("mass")[w.row(entity)]) if entity is not None else 1.0
+        m = float(w.store.particles.view("mass")[w.row(entity)])
         h = w.dt / w.substeps
         return min(200.0, 0.1 * m / (h * h))
 

@@ -154,12 +154,12 @@ def debug_draw(world: Any, drawer: Any, flags: int = DrawFlags.DEFAULT) -> None:
     if DrawFlags.OUTLINES in flags and world.store.bodies.n:
         s = world.body_shapes()
         closed = (world.store.bodies.view("flags") & 1) != 0
-        k = np.flatnonzero(closed)
-        if len(k):
-            counts = (s.offsets[1:] - s.offsets[:-1])[k]
-            rows = np.concatenate([s.rows[s.offsets[i]:s.offsets[i + 1]] for i in k])
-            _call(drawer, "polygons", np.concatenate([[0], np.cumsum(counts)]), pos[rows],
-                  _rgba(BODY_FILL, len(k)), _rgba(BODY_EDGE, len(k)))
+        if closed.any():
+            counts = np.diff(s.offsets)
+            rows = s.rows[np.repeat(closed, counts)]
+            k = int(closed.sum())
+            _call(drawer, "polygons", np.concatenate([[0], np.cumsum(counts[closed])]), pos[rows],
+                  _rgba(BODY_FILL, k), _rgba(BODY_EDGE, k))
     if DrawFlags.SPRINGS in flags and world.store.springs.n:
         pairs = world.spring_pairs()
         colors = (strain_colors(world.spring_strain()) if DrawFlags.STRAIN in flags

@@ -466,12 +466,8 @@ class Bodies(Feature):
         B, dim = self.table, self.ctx.dim
         P = self.ctx.store.particles.arrays
         pos, mass = P["pos"], P["mass"]
-        count = B.view("outline_count").astype(np.int64)
-        offsets = np.concatenate([[0], np.cumsum(count)])
-        body, flat = ranges(B.view("outline_start"), B.view("outline_count"), B.n)
-        rows = self.outline.flat.arrays["rows"][flat].astype(np.int64)
-        start = B.view("outline_start")[body]
-        nxt = self.outline.flat.arrays["rows"][start + (flat - start + 1) % count[body]]
+        offsets = np.concatenate([[0], np.cumsum(B.view("outline_count"), dtype=np.int64)])
+        body, rows, nxt = self._outline_edges()
         a, b = pos[rows], pos[nxt]
         areas = 0.5 * np.bincount(body, a[:, 0] * b[:, 1] - b[:, 0] * a[:, 1], minlength=B.n)
         owner, mflat = ranges(B.view("member_start"), B.view("member_count"), B.n)
@@ -489,6 +485,16 @@ class Bodies(Feature):
         S = np.bincount(owner, q[:, 0] * r[:, 1] - q[:, 1] * r[:, 0], minlength=B.n)
         return BodyShapes(B.view("entity").copy(), offsets, rows, centroids, areas, np.arctan2(S, D))
 
+    def _outline_edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every outline edge, bodies in row order: its body row, and the particle rows of its
+        start and end (each outline closed back to its first particle)."""
+        B = self.table
+        start, count = B.view("outline_start"), B.view("outline_count")
+        body, flat = ranges(start, count, B.n)
+        nxt = start[body] + (flat - start[body] + 1) % count[body]
+        rows = self.outline.flat.arrays["rows"]
+        return body, rows[flat].astype(np.int64), rows[nxt].astype(np.int64)
+
     def body_at(self, point: Any) -> int | None:
         """The body whose outline encloses ``point`` (even-odd rule; of several, the one
         added last, drawn on top), or None. 2D; closed outlines only."""
@@ -497,12 +503,9 @@ class Bodies(Feature):
         if not B.n:
             return None
         pos = self.ctx.store.particles.arrays["pos"]
-        start, count = B.view("outline_start"), B.view("outline_count")
         closed = (B.view("flags") & CLOSED) != 0
-        body, flat = ranges(start, count, B.n)
-        nxt = start[body] + (flat - start[body] + 1) % count[body]
-        rows = self.outline.flat.arrays["rows"]
-        a, b = pos[rows[flat]], pos[rows[nxt]]
+        body, rows, nxt = self._outline_edges()
+        a, b = pos[rows], pos[nxt]
         with np.errstate(divide="ignore", invalid="ignore"):  # horizontal edges never cross
             cross = ((a[:, 1] > p[1]) != (b[:, 1] > p[1])) & (
                 p[0] < a[:, 0] + (p[1] - a[:, 1]) * (b[:, 0] - a[:, 0]) / (b[:, 1] - a[:, 1]))

@@ -198,7 +198,7 @@ class _CollideTerm:
         self.moving = False
 
     def run(self, h: float) -> None:
-        C, P, s = self.C, self.P, self.ctx.settings
+        C, P = self.C, self.P
         if not C.n:
             return
         if self.ctx.pipeline.substep == 0:
@@ -208,7 +208,12 @@ class _CollideTerm:
             self.moving = bool(C.view("velocity").any() or C.view("angular_velocity").any())
         if self.moving:
             advance_colliders(C, h)
-        self.collide(P.n, C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
+        self.sweep(h)
+
+    def sweep(self, h: float) -> None:
+        """The collide kernel over every particle and collider, as they are now."""
+        s = self.ctx.settings
+        self.collide(self.P.n, self.C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
                      s._restitution_threshold)
 
 
@@ -224,8 +229,7 @@ class _RecollideTerm:
 
     def run(self, h: float) -> None:
         self.runs += 1
-        t, s = self.term, self.term.ctx.settings
-        t.collide(t.P.n, t.C.n, t.faces.n, t.ctx.dim, s._contact_iterations, h, s._restitution_threshold)
+        self.term.sweep(h)
 
 
 class Colliders(Feature):
