@@ -7,8 +7,8 @@ none), at the World's defaults (60 Hz, 8 substeps, C backend) on a floor
 - mirrored: placed at rest height (lowest point 1 cm above the floor), then turned inside
   out (x -> 2 cx - x for all its particles: its outline's signed area is negative); let go;
 - dragged: placed at rest height, 2 s of rest, then its first outline particle is dragged
-  at 5 m/s sideways and up (45 degrees) for 0.3 s as a game would (before every frame
-  position += v dt and velocity = v; it is not pinned, so its body pulls it back within
+  at 5 m/s sideways and up (45 degrees) for 0.3 s as a game would (before every frame its
+  position on the path and velocity = v; it is not pinned, so its body pulls it back within
   the frame), then released;
 - pressed: placed at rest height, 2 s of rest, then a kinematic plate (a ``Box`` twice the
   body's width) from 5 cm above it comes down at 0.5 m/s until its bottom is at 20 % of the
@@ -154,10 +154,13 @@ def run(scenario: str, make: Maker, settle: float = SECONDS, hook: Hook | None =
 
 def _drag(w: pysoft.World, row: int) -> None:
     """Drag particle ``row`` at DRAG_VELOCITY for DRAG_TIME as a game would, by writing it
-    before every frame (position += v dt, velocity = v; it is not pinned, so within the frame
-    it also moves with its velocity and its body pulls on it), then let go."""
-    for _ in range(_frames(DRAG_TIME, w)):
-        w.positions[row] += DRAG_VELOCITY * w.dt
+    before every frame (its position on the drag's path, velocity = v; it is not pinned, so
+    within the frame it also moves with its velocity and its body pulls on it), then let go.
+    The path is absolute: adding v dt to wherever the frame left the particle would drag it
+    at up to twice the speed (the frame's own motion plus the write)."""
+    start = w.positions[row].copy()
+    for k in range(_frames(DRAG_TIME, w)):
+        w.positions[row] = start + DRAG_VELOCITY * (k * w.dt)
         w.velocities[row] = DRAG_VELOCITY
         w.step()
 
