@@ -1,5 +1,6 @@
 """Seeing the world: a debug-draw protocol, a camera, and backends (the terminal here, Pillow
-images in ``pysoft.draw.image``).
+images in ``pysoft.draw.image``, a pygame-ce window in ``pysoft.draw.pygame``, matplotlib
+axes in ``pysoft.draw.matplotlib``).
 
 ``world.debug_draw(drawer, flags)`` hands batched primitives (arrays, never one call per
 particle) to any object that implements some of these methods, as Box2D's ``b2Draw`` and
@@ -16,7 +17,8 @@ pymunk's ``SpaceDebugDrawOptions`` do; a method the drawer lacks is skipped:
 - ``text(position, string, color)``: a label at a world position.
 
 ``DrawFlags`` selects what is emitted. ``Camera`` maps world to screen (y up in the world,
-down on screen), with zoom, pan and fit-to-bounds; every backend uses it.
+down on screen), with zoom, pan and fit-to-bounds; every pixel backend uses it (matplotlib's
+axes map the world themselves).
 """
 
 from __future__ import annotations
