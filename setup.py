@@ -1,8 +1,14 @@
 """The C core is compiled by cffi at install time. Where no C compiler works, the install
 still succeeds without it: pysoft then runs on its NumPy twins and says so at import
-(``PYSOFT_REQUIRE_C=1`` turns that into an error; CI sets it)."""
+(``PYSOFT_REQUIRE_C=1`` turns that into an error; CI sets it).
+
+``python -m build`` makes a wheel holding the compiled core. cffi compiles it with the
+limited API (``Py_LIMITED_API``, the stable ABI) on CPython builds that are neither debug nor
+free-threaded, so the wheel is tagged ``cp310-abi3``: one wheel per platform for every
+CPython from 3.10 on."""
 
 from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
 
@@ -26,4 +32,21 @@ class OptionalBuildExt(build_ext):
                   "pysoft will run on its NumPy twins (install a C compiler and reinstall to build it)")
 
 
-setup(cffi_modules=["pysoft/_build.py:ffibuilder"], cmdclass={"build_ext": OptionalBuildExt})
+class Abi3Wheel(bdist_wheel):
+    """Tags the wheel ``cp310-abi3`` when cffi builds the core with the limited API.
+
+    cffi decides that per interpreter (it sets ``py_limited_api`` on the Extension and
+    ``Py_LIMITED_API`` in the generated C, except on debug and free-threaded builds); the
+    tag follows the Extension, so a core built without the limited API keeps the
+    interpreter's own tag. A ``--py-limited-api`` given to bdist_wheel is kept.
+    """
+
+    def finalize_options(self) -> None:
+        exts = self.distribution.ext_modules or []
+        if not self.py_limited_api and exts and all(getattr(e, "py_limited_api", False) for e in exts):
+            self.py_limited_api = "cp310"  # requires-python's floor
+        super().finalize_options()
+
+
+setup(cffi_modules=["pysoft/_build.py:ffibuilder"],
+      cmdclass={"build_ext": OptionalBuildExt, "bdist_wheel": Abi3Wheel})

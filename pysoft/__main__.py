@@ -1,4 +1,4 @@
-"""Command line: ``python -m pysoft info | demo | sandbox | render | bench``."""
+"""Command line: ``python -m pysoft info | selftest | demo | sandbox | render | bench``."""
 
 from __future__ import annotations
 
@@ -126,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pysoft", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and compile flags")
+    sub.add_parser("selftest", help="a few seconds' check that this install works: the C core, "
+                                    "C against NumPy bit for bit, analytic physics")
     p_demo = sub.add_parser("demo", help="soft bodies landing on each other: in a window where "
                                          "one can open, else in the terminal (or --gif)")
     p_demo.add_argument("--seconds", type=float, default=4.0, help="simulated time (s)")
@@ -155,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.command == "selftest":
+        from pysoft.selftest import selftest
+
+        return selftest()
     if args.command == "demo":
         if args.seconds <= 0 or (args.frames is not None and args.frames < 1):
             parser.error("--seconds must be > 0 and --frames >= 1")
