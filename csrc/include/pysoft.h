@@ -152,6 +152,12 @@ const char *ps_compile_flags(void);
 int ps_find_unstable(const double *pos, const double *vel, int n, int dim,
                      double max_speed);
 
+/* reference.c (the benchmark's yardstick, not an engine pass) */
+void ps_reference_steps(double *x, double *y, double *vx, double *vy, double *fx, double *fy,
+                        const int32_t *a, const int32_t *b, const double *rest, int n, int ns,
+                        double k, double c, double dt, double inv_mass, double g, double e,
+                        double mu, int nsteps);
+
 /* cdef-end */
 
 #endif /* PYSOFT_H */

@@ -1,0 +1,49 @@
+"""The benchmark's reference loop (csrc/src/reference.c) steps the same scene as World.step:
+the yardstick's figure is only a figure if both do the same work."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pysoft
+from pysoft import bench, scenes
+
+pytestmark = pytest.mark.skipif(not pysoft.C_AVAILABLE, reason="the reference loop is in the C core")
+
+
+def _state(ref: bench.Reference) -> np.ndarray:
+    return np.stack([ref.x, ref.y, ref.vx, ref.vy], axis=1)
+
+
+def test_the_reference_loop_follows_the_world_in_free_fall() -> None:
+    """Before anything touches the floor (the lowest row falls 0.1 m in 34 steps) both are
+    symplectic Euler on the same springs: the same motion to rounding."""
+    world = scenes.boxes(1000)
+    ref = bench.Reference(world)
+    for _ in range(30):
+        world.step()
+    ref.steps(30)
+    mine = np.concatenate([world.positions, world.velocities], axis=1)
+    assert np.abs(_state(ref) - mine).max() < 1e-9
+    assert world.positions[:, 1].min() > 0.0  # no contact yet: the comparison is of free motion
+
+
+def test_the_reference_loop_lands_the_boxes_where_the_world_does() -> None:
+    """3 s later both have landed both layers on the floor and come to rest: mean height
+    within 1 cm of each other (their contact models differ in detail), nothing below it."""
+    world = scenes.boxes(1000)
+    ref = bench.Reference(world)
+    steps = round(3.0 / world.dt)
+    for _ in range(steps):
+        world.step()
+    ref.steps(steps)
+    assert ref.y.min() >= 0.0
+    assert abs(float(ref.y.mean()) - float(world.positions[:, 1].mean())) < 0.01
+    assert np.abs(ref.vy).max() < 0.5 and float(world.positions[:, 1].max()) < 1.0
+
+
+def test_bench_scene_reports_the_reference_ratio() -> None:
+    r = bench.bench_scene(1000, rounds=1, numpy_frames=1)
+    assert r["reference_ms"] > 0.0
+    assert r["vs_reference"] == pytest.approx(r["reference_ms"] / r["step_ms"])
