@@ -103,12 +103,13 @@ def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     results = bench.run(sizes=(200,), rounds=1)
     scene = results["scenes"][0]
     for key in ("steps_per_s", "particle_steps_per_s", "ns_per_spring", "overhead",
-                "c_over_numpy", "build_s"):
+                "c_over_numpy", "build_s", "reference_ms", "vs_reference"):
         assert scene[key] > 0
     assert set(scene["passes_ms"]) == {"forces", "integrate", "constraints", "collide", "finish"}
     assert {k["kernel"] for k in results["kernels"]} == set(bench.kernels.REGISTRY)
     assert results["small_body"]["particles"] == 25
-    assert "overhead" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "vs ref" in out and "binding" in out
 
 
 def _lands_on_the_floor(lowest: float) -> bool:
