@@ -611,3 +611,32 @@ def test_a_particle_pushed_into_a_wall_near_the_floor_comes_out(backend: str, x0
         assert abs(x) <= 1.95 + 1e-9, f"still inside the wall at x = {x}"
         assert y >= 0.05 - 1e-9
     assert float(np.linalg.norm(w.particle(e).velocity)) < 1e-9
+
+
+@pytest.mark.skipif(not pysoft.C_AVAILABLE, reason="compares the C core with its twin")
+@pytest.mark.parametrize("degrees", [0.0, 17.0, 143.0])
+def test_the_plane_cull_never_changes_a_contact(degrees: float) -> None:
+    """The C collide pass skips particles clear of a still plane with a world-frame test;
+    the twin always runs the full local test. Particles of radius r placed within a few
+    ulps to 1e-9 m of the grown plane (above, on, below it), moving along and across it,
+    on a tilted plane whose offset is large: both backends must agree bit for bit."""
+    angle = math.radians(degrees)
+    normal = (-math.sin(angle), math.cos(angle))
+    tangent = np.array([math.cos(angle), math.sin(angle)])
+    offset, r = 1234.5678, 0.05
+    rng = np.random.default_rng(7)
+    along = rng.uniform(-1e3, 1e3, 400)
+    gap = r + np.concatenate([rng.choice([-1e-9, -1e-12, 0.0, 1e-13, 1e-12, 1e-9], 300),
+                              rng.uniform(-0.01, 0.01, 100)])
+    pos = offset * np.array(normal) + along[:, None] * tangent + gap[:, None] * np.array(normal)
+    vel = rng.normal(0.0, 0.5, (400, 2))
+    out = []
+    for backend in ("c", "python"):
+        w = pysoft.World(backend=backend, gravity=(0.0, 0.0))
+        w.add_collider(pysoft.Plane(normal, offset), friction=0.5, restitution=0.3)
+        w.add_particles(pos, masses=1.0, radii=r, velocities=vel)
+        for _ in range(3):
+            w.step()
+        out.append((w.positions.copy(), w.velocities.copy()))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+    assert (out[0][0] @ np.array(normal) - offset >= r - 1e-9).all()  # none inside the plane
