@@ -30,11 +30,14 @@
  *     the seam between two touching boxes does not snag it;
  *   depth = how far x must move along the contact normal to reach that
  *   surface's grown tangent plane.
- * Before any of that, a collider is skipped when x is farther from c than
- * bound[j] + grow[j] r + |x - p| (bound: radius of a sphere around c holding
- * the core shape, inf for planes; grow: how far the grown shape reaches per
- * unit r, sqrt(dim) for boxes, 1/sin(alpha/2) at a polygon vertex of angle
- * alpha, 1 for capsules): a broad-phase cull that never skips a contact.
+ * Before any of that, two broad-phase culls that never skip a contact: a still
+ * plane (among the first PS_FAST_PLANES colliders) is skipped when p and x both
+ * lie above it in the world frame, x by more than r (its world normal and offset
+ * are computed once per call: no frame change per particle); any other collider
+ * is skipped when x is farther from c than bound[j] + grow[j] r + |x - p|
+ * (bound: radius of a sphere around c holding the core shape, inf for planes;
+ * grow: how far the grown shape reaches per unit r, sqrt(dim) for boxes,
+ * 1/sin(alpha/2) at a polygon vertex of angle alpha, 1 for capsules).
  * The deepest contact over all colliders wins (Box2D-style: the most
  * penetrating feature decides, so particles are not snagged at the seams of
  * touching shapes); it is resolved, and the search repeats up to
@@ -71,6 +74,13 @@
 #include <float.h>
 #include <math.h>
 #include "internal.h"
+
+/* Still planes among the first PS_FAST_PLANES colliders get a world-frame test that skips
+ * particles clear of them before any frame change; PS_PLANE_SLACK (relative) covers the
+ * rounding by which it can differ from the local test, so it never skips a contact and the
+ * results are those of the full test, bit for bit. */
+#define PS_FAST_PLANES 8
+#define PS_PLANE_SLACK 1e-12
 
 
 /* local = R^T (world - c) */
@@ -266,7 +276,7 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
                          const int32_t *face_count, const double *face_normal,
                          const double *face_offset, const double *cap_a, const double *cap_b,
                          const double *cap_radius, const double *bound, const double *grow,
-                         int k, int dim, double h, int any_moving)
+                         const double *plane, int nplane, int k, int dim, double h, int any_moving)
 {
     double best = 0.0;
     double path_len = -1.0;  /* |x - p|, computed at the first bounded still collider */
@@ -282,6 +292,17 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
             surface_velocity(u, p0, j, center, velocity, angular_velocity, dim);
             for (int a = 0; a < dim; a++) carried[a] = p0[a] + h * u[a];
             pj = carried;
+        }
+        if (j < nplane && plane[(long)j * (dim + 2) + dim + 1] != 0.0 && !moving) {
+            /* a still plane: skipped when the path p -> x stays clear of it (both ends
+             * above the plane, x by more than r), with a margin for the rounding by
+             * which this world-frame test can differ from the local one below */
+            const double *pw = plane + (long)j * (dim + 2);
+            double d1 = ps_dot(pw, x, dim) - pw[dim], d0 = ps_dot(pw, p0, dim) - pw[dim];
+            double slack = pw[dim + 1];
+            for (int a = 0; a < dim; a++) slack = slack + fabs(x[a]) + fabs(p0[a]);
+            slack = PS_PLANE_SLACK * slack;
+            if (d1 > r + slack && d0 > slack) continue;
         }
         if (bound[j] <= DBL_MAX) {
             double off[3], path[3], len;
@@ -331,8 +352,8 @@ PS_INLINE int touching(const double *p0, const double *u, double h, double r, do
 
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \
                                  angular_velocity, face_start, face_count, face_normal, \
-                                 face_offset, cap_a, cap_b, cap_radius, bound, grow, k, dim, h, \
-                                 any_moving)
+                                 face_offset, cap_a, cap_b, cap_radius, bound, grow, plane, \
+                                 nplane, k, dim, h, any_moving)
 
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
@@ -351,6 +372,23 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
     int contacts = 0, any_moving = 0;  /* whether any collider moves: most scenes' do not */
     (void)nfaces;
     for (int j = 0; j < k && !any_moving; j++) any_moving = moves(j, velocity, angular_velocity, dim);
+    /* per still plane: world normal n, offset n . y <= o, and a scale for the slack (0: not
+     * a still plane) */
+    double plane[PS_FAST_PLANES * 5];
+    int nplane = k < PS_FAST_PLANES ? k : PS_FAST_PLANES;
+    for (int j = 0; j < nplane; j++) {
+        double *pw = plane + (long)j * (dim + 2);
+        pw[dim + 1] = 0.0;
+        if (kind[j] != PS_POLYTOPE || face_count[j] != 1 || moves(j, velocity, angular_velocity, dim))
+            continue;
+        const double *c = center + (long)j * dim, *nl = face_normal + (long)face_start[j] * dim;
+        double ol = face_offset[face_start[j]];
+        to_world(pw, nl, rotation + (long)j * dim * dim, dim);
+        pw[dim] = ol + ps_dot(pw, c, dim);
+        double scale = 1.0 + fabs(ol);
+        for (int a = 0; a < dim; a++) scale = scale + fabs(c[a]);
+        pw[dim + 1] = scale;
+    }
     for (int i = 0; i < n; i++) {
         double *sup = support + (long)i * dim;
         for (int c = 0; c < dim; c++) sup[c] = 0.0;
