@@ -7,8 +7,9 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from pysoft.scenes import SHOWCASE
 
 
 def info() -> int:
@@ -67,21 +68,16 @@ def demo(seconds: float, backend: str | None, frames_shown: int | None) -> int:
     return 0
 
 
-RENDER_SCENES = ("demo", "pile", "balls", "boxes", "cloth")
+RENDER_SCENES = tuple(SHOWCASE)  # the scenes of `render` and `sandbox --scene`: one registry
 
 
 def render(scene: str, out: str, seconds: float, fps: int, size: tuple[int, int]) -> int:
     """Run ``scene`` headless and write ``out``: a PNG of its last frame, or a GIF/WebP of the
     run (with a progress bar)."""
-    from pysoft import scenes
     from pysoft.draw import Camera
     from pysoft.draw import image as pimage
 
-    make: Callable[[], Any] = {"demo": scenes.demo, "pile": lambda: scenes.pile(bodies=40, width=6.0),
-            "balls": lambda: scenes.pressure_balls(count=12),
-            "boxes": lambda: scenes.matched_boxes(count=12),
-            "cloth": lambda: scenes.xpbd_cloth(cells=24)}[scene]
-    world = make()
+    world = SHOWCASE[scene]()
     camera = Camera(*size)
     camera.fit_world(world, margin=0.1)
     if out.lower().endswith(".png"):

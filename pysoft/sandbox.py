@@ -1,17 +1,23 @@
 """``python -m pysoft sandbox``: a pygame-ce window to play with soft bodies.
 
+The scenes are ``pysoft.scenes.SHOWCASE``'s (``--scene course``, ``planets``, ...).
 Mouse: left-drag grabs the nearest particle (a mouse spring), right-drag pushes with a
 disc. Keys: B box, C circle, G gas ball, R rope, P polygon (a star) at the cursor, M the
 next model for new bodies; SPACE pauses, "." steps one frame; 1 outlines, 2 springs,
-3 particles, 4 contacts, 5 pressure (view toggles); UP/DOWN gravity x 1.25 / 0.8, S
-substeps (4, 8, 16), I the next integrator, +/- zoom; ESC or closing the window quits.
-The particle count, ms per step and per pass are on screen. ``--frames N`` runs N frames
-and exits (scripted runs and tests; with SDL_VIDEODRIVER=dummy no display is needed).
+3 particles, 4 contacts, 5 pressure (view toggles); UP/DOWN gravity x 1.25 / 0.8; K/J every
+spring's and area spring's stiffness x 1.25 / 0.8 of its built value (each capped where the
+substep could not keep it stable, see ``stiffness_loads``); O/L every gas body's amount
+x 1.25 / 0.8 (new bodies get both factors too); LEFT/RIGHT drive the car where the scene
+has one (a ``scenes.Motor``: full throttle while held); S substeps (the scene's x1, x2, x4:
+never fewer, as the builders' skins are as stiff as the built substep keeps stable; the
+stiffness caps follow); I the next integrator; +/- zoom; ESC or closing the window quits.
+The particle count, ms per step and per pass, and the stiffness and gas factors are on
+screen. ``--frames N`` runs N frames and exits (scripted runs and tests; with
+SDL_VIDEODRIVER=dummy no display is needed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,12 +32,37 @@ STAR = np.array([(0.0, 0.5), (0.15, 0.15), (0.5, 0.1), (0.2, -0.12), (0.3, -0.5)
                  (-0.3, -0.5), (-0.2, -0.12), (-0.5, 0.1), (-0.15, 0.15)])
 
 
-def _scene(name: str) -> pysoft.World:
-    makers: dict[str, Callable[[], pysoft.World]] = {
-        "demo": scenes.demo, "pile": lambda: scenes.pile(bodies=40, width=6.0),
-        "balls": lambda: scenes.pressure_balls(count=12), "boxes": lambda: scenes.matched_boxes(count=12),
-        "cloth": lambda: scenes.xpbd_cloth(cells=24)}
-    return makers[name]()
+# The most stiffness a key press may load a particle with (``stiffness_loads``): what the
+# builders allow a gas ball's skin, k h^2 / m <= SKIN_STABLE for each of a ring particle's two
+# springs. (Every showcase scene stiffened 10x, so capped, stays stable: tests/test_sandbox.py.)
+STIFFNESS_LIMIT = 2.0 * build.SKIN_STABLE
+FACTORS = (0.1, 10.0)  # the range of the stiffness and gas factors
+
+
+def stiffness_loads(world: pysoft.World, springs: np.ndarray | None = None,
+                    areas: np.ndarray | None = None) -> np.ndarray:
+    """Per particle row: h^2 / m x the stiffness its springs and area springs put on it, at
+    the world's substep h: half the row's sum of |M^-1 K|, whose largest over the particles
+    bounds the squared frequency of the fastest mode, w^2 h^2 (Gershgorin). A particle of a
+    ring of springs k carries 2 k h^2 / m, and the ring's fastest mode has exactly twice
+    that. ``springs`` and ``areas`` stand in for the stored stiffnesses (in row order);
+    immovable particles carry nothing."""
+    store, h = world.store, world.dt / world.substeps
+    load = np.zeros(store.particles.n)
+    S, T = store.springs, store.tables["area_springs"]
+    k = S.view("stiffness") if springs is None else springs
+    pairs = S.view("pairs")
+    np.add.at(load, pairs[:, 0], k)
+    np.add.at(load, pairs[:, 1], k)
+    if T.n:  # an area spring's force on corner i is k_a dA/dx_i: its row sums k_a g_i sum_j g_j
+        tri = T.view("triangles")
+        p = world.positions[tri]
+        g = 0.5 * np.stack([np.linalg.norm(p[:, (i + 2) % 3] - p[:, (i + 1) % 3], axis=1)
+                            for i in range(3)], axis=1)  # |dA/dx_i|: half the opposite side
+        ka = T.view("stiffness") if areas is None else areas
+        np.add.at(load, tri, 0.5 * ka[:, None] * g * g.sum(axis=1, keepdims=True))
+    mass = store.particles.view("mass")
+    return np.where(np.isfinite(mass), load * h * h / mass, 0.0)
 
 
 class Sandbox:
@@ -43,7 +74,7 @@ class Sandbox:
         pg.init()
         self.screen = pg.display.set_mode(size)
         pg.display.set_caption("pysoft sandbox")
-        self.world = _scene(scene)
+        self.world = scenes.SHOWCASE[scene]()
         self.camera = Camera(*size)
         self.camera.fit_world(self.world, margin=0.1)
         self.drawer = PygameDrawer(self.screen, self.camera)
@@ -55,6 +86,13 @@ class Sandbox:
         self.spawned: list[int] = []
         self.ms = 0.0
         self.pointer = np.array(size, dtype=float) / 2  # the mouse, as its events last put it
+        self.stiffness, self.gas = 1.0, 1.0  # factors over the built stiffness and gas amounts
+        self.capped = 0  # springs held below their factor by the stability limit
+        self._built: dict[str, dict[int, float]] = {"springs": {}, "area_springs": {}}
+        self.substeps = self.world.substeps  # as the scene was built: S cycles x1, x2, x4
+        self.motor = next((s for s in self.world.systems if isinstance(s, scenes.Motor)), None)
+        if self.motor is not None:
+            self.motor.throttle = 0.0  # the arrow keys drive
 
     def mouse(self) -> np.ndarray:
         """The mouse in world coordinates."""
@@ -80,6 +118,9 @@ class Sandbox:
             self.pusher = None
         elif event.type == pg.KEYDOWN:
             self.key(event.key, event.unicode)
+        elif (event.type == pg.KEYUP and self.motor is not None and event.key in (pg.K_LEFT, pg.K_RIGHT)
+              and self.motor.throttle == (1.0 if event.key == pg.K_RIGHT else -1.0)):
+            self.motor.throttle = 0.0  # let go of the key that drives
 
     def _grip(self, entity: int) -> float:
         """A mouse spring as stiff as the grabbed particle allows (k h^2 / m = 0.1)."""
@@ -92,6 +133,7 @@ class Sandbox:
         pg, w = self.pg, self.world
         at = tuple(self.mouse())
         model = MODELS[self.model]
+        bodies = w.store.bodies.n
         if key == pg.K_ESCAPE:
             self.running = False
         elif key == pg.K_SPACE:
@@ -118,8 +160,16 @@ class Sandbox:
             w.gravity = np.asarray(w.gravity) * 1.25
         elif key == pg.K_DOWN:
             w.gravity = np.asarray(w.gravity) * 0.8
-        elif key == pg.K_s:
-            w.substeps = {4: 8, 8: 16}.get(w.substeps, 4)
+        elif key in (pg.K_k, pg.K_j):
+            self.set_stiffness(self.stiffness * (1.25 if key == pg.K_k else 0.8))
+        elif key in (pg.K_o, pg.K_l):
+            self.set_gas(self.gas * (1.25 if key == pg.K_o else 0.8))
+        elif key in (pg.K_LEFT, pg.K_RIGHT) and self.motor is not None:
+            self.motor.throttle = 1.0 if key == pg.K_RIGHT else -1.0
+        elif key == pg.K_s:  # never fewer than built: the builders' skins are as stiff as that allows
+            w.substeps = {self.substeps: 2 * self.substeps, 2 * self.substeps: 4 * self.substeps}.get(
+                w.substeps, self.substeps)
+            self.set_stiffness(self.stiffness)  # the caps follow the substep
         elif key == pg.K_i:
             names = pysoft.INTEGRATORS
             w.integrator = names[(names.index(w.integrator) + 1) % len(names)]
@@ -127,6 +177,48 @@ class Sandbox:
             self.camera.zoom(1.25, about=self.pointer)
         elif text == "-":
             self.camera.zoom(0.8, about=self.pointer)
+        if w.store.bodies.n > bodies:  # a new body: the factors apply to it too
+            if self.stiffness != 1.0:
+                self.set_stiffness(self.stiffness)
+            for entity in self.spawned[-1:]:
+                gas = w.body(entity).pressure
+                if gas is not None:
+                    gas.amount *= self.gas
+
+    def set_stiffness(self, factor: float) -> None:
+        """Every spring and area spring at ``factor`` x its built stiffness (``factor`` kept in
+        ``FACTORS``), except where that would load a particle beyond ``STIFFNESS_LIMIT`` at the
+        world's substep (``stiffness_loads``): there at the most the limit allows."""
+        w = self.world
+        self.stiffness = factor = float(np.clip(factor, *FACTORS))
+        base = {}
+        for name, built in self._built.items():  # the built values, recorded when first seen
+            T = w.store.tables[name]
+            base[name] = np.array([built.setdefault(int(e), float(k))
+                                   for e, k in zip(T.view("entity").tolist(), T.view("stiffness").tolist(),
+                                                   strict=True)])
+        load = stiffness_loads(w, base["springs"], base["area_springs"])
+        self.capped = 0
+        for name, ends in (("springs", "pairs"), ("area_springs", "triangles")):
+            T = w.store.tables[name]
+            if not T.n:
+                continue
+            worst = load[T.view(ends)].max(axis=1)
+            with np.errstate(divide="ignore"):
+                most = np.where(worst > 0.0, STIFFNESS_LIMIT / worst, np.inf)
+            T.view("stiffness")[:] = base[name] * np.minimum(factor, most)
+            self.capped += int((most < factor).sum())
+
+    def set_gas(self, factor: float) -> None:
+        """Every gas body's amount scaled from the present ``self.gas`` to ``factor`` (kept in
+        ``FACTORS``); a popped balloon (amount 0) stays popped."""
+        w = self.world
+        factor = float(np.clip(factor, *FACTORS))
+        for entity in w.store.bodies.view("entity").tolist():
+            gas = w.body(entity).pressure
+            if gas is not None:
+                gas.amount *= factor / self.gas
+        self.gas = factor
 
     def frame(self) -> None:
         """Aim the tools at the mouse, step (unless paused), draw."""
@@ -150,8 +242,13 @@ class Sandbox:
                  f"ms per pass: {passes}",
                  f"new bodies: {MODELS[self.model]} (M)  gravity {np.asarray(w.gravity)[1]:.2f}  "
                  f"substeps {w.substeps}  integrator {w.integrator} ({w.backend})",
-                 "drag: grab  right-drag: push  B box C circle G ball R rope P star  "
-                 "SPACE pause . step  1-5 view  UP/DOWN gravity  S substeps  I integrator"]
+                 f"stiffness x{self.stiffness:.2f}" + (f" ({self.capped} capped)" if self.capped else "")
+                 + f"  gas x{self.gas:.2f}"
+                 + (f"  car throttle {self.motor.throttle:+.0f}" if self.motor is not None else ""),
+                 "drag: grab  right-drag: push  B box C circle G ball R rope P star  SPACE pause . step  "
+                 "1-5 view",
+                 "UP/DOWN gravity  K/J stiffness  O/L gas  S substeps  I integrator  +/- zoom"
+                 + ("  LEFT/RIGHT drive" if self.motor is not None else "")]
         for k, line in enumerate(lines):
             self.drawer.label((8, 8 + 18 * k), line)
         pg.display.flip()

@@ -1,12 +1,20 @@
-"""Scenes written once, used by the tests, the benchmark, the examples and the CLI."""
+"""Scenes written once, used by the tests, the benchmark, the examples and the CLI.
+
+``SHOWCASE`` names the scenes of ``python -m pysoft sandbox`` and ``render``; the jelly car
+(``jelly_car``, driven by the ``Motor`` system) is the course's and the example's.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import esper
 import numpy as np
 
 from pysoft import build
+from pysoft._pipeline import Priority
 from pysoft.build import grid_pairs
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment
 from pysoft.world import World
@@ -175,3 +183,190 @@ def pile(bodies: int = 400, width: float = 60.0, model: str = "springs", **world
         c = (-half + 0.3 + 0.6 * (k % per_row) + 0.05 * ((k // per_row) % 2), 0.35 + 0.6 * (k // per_row))
         build.box(world, center=c, size=(0.5, 0.5), model=model)
     return world
+
+
+# -- the jelly car --------------------------------------------------------------------------
+
+
+class Motor(esper.Processor):
+    """A system that turns a car's wheels (added with ``World.add_system`` between the force
+    and integrate stages): each wheel's particles get tangential forces that sum to zero and
+    turn it with ``throttle`` x ``torque`` (N m) about its centre -- clockwise for a positive
+    throttle, so the car drives to +x -- while the wheel spins slower than ``max_spin``
+    (rad/s) that way (a cruise control: the car does not speed up for ever)."""
+
+    def __init__(self, world: World, wheels: list[int], torque: float = 3.0, max_spin: float = 6.0,
+                 throttle: float = 0.0) -> None:
+        self.world, self.wheels = world, wheels
+        self.torque, self.max_spin, self.throttle = torque, max_spin, throttle
+
+    def process(self, h: float) -> None:
+        drive = float(np.clip(self.throttle, -1.0, 1.0)) * self.torque
+        if drive == 0.0:
+            return
+        w = self.world
+        pos, vel, force = w.positions, w.velocities, w.forces
+        for wheel in self.wheels:
+            rows = [w.row(e) for e in w.body(wheel).particles]
+            r = pos[rows] - pos[rows].mean(axis=0)
+            v = vel[rows] - vel[rows].mean(axis=0)
+            lever = float((r * r).sum())
+            spin = float((r[:, 0] * v[:, 1] - r[:, 1] * v[:, 0]).sum()) / lever  # rad/s, anticlockwise
+            if -spin * np.sign(drive) < self.max_spin:
+                # F_i = -T r_i^perp / sum |r|^2: a pure torque -T (clockwise for T > 0)
+                force[rows] += -drive * np.stack([-r[:, 1], r[:, 0]], axis=1) / lever
+
+
+@dataclass
+class Car:
+    """A jelly car's parts: body entities and its motor (``motor.throttle`` drives it)."""
+
+    chassis: int
+    wheels: list[int]
+    motor: Motor
+
+
+def _ramp(start: Any, end: Any, depth: float = 0.05) -> Box:
+    """A plank: a static box ``2 depth`` thick whose top face runs from ``start`` to ``end``
+    (left to right) and a little beyond, so it meets the ground flush."""
+    a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    along = b - a
+    angle = float(np.arctan2(along[1], along[0]))
+    up = np.array([-np.sin(angle), np.cos(angle)])
+    half = 0.5 * float(np.linalg.norm(along)) + 0.1  # a little longer: no step at either end
+    return Box(tuple((0.5 * (a + b) - depth * up).tolist()), (half, depth), angle=angle)
+
+
+def jelly_car(world: World, position: Any = (0.0, 0.85), torque: float = 3.0, max_spin: float = 6.0,
+              throttle: float = 0.0) -> Car:
+    """JellyCar's car, its chassis centred at ``position``: a shape-matched chassis (1.6 x 0.35 m,
+    1.5 kg) on two gas wheels (radius 0.3 m, 1 kg, free to roll) 0.5 m below it. Each wheel
+    has a hub particle with a spoke spring to every rim particle (radial, so the rim turns
+    freely about the hub), and axle springs tie the hub to the three chassis particles
+    nearest it. The :class:`Motor` that turns the wheels is added to the world's systems."""
+    x, y = (float(v) for v in position)
+    chassis = build.box(world, center=(x, y), size=(1.6, 0.35), cells=(8, 2), model="shape_matching",
+                        mass=1.5)
+    members = world.body(chassis).particles
+    frame = world.positions[[world.row(e) for e in members]]
+    wheels = []
+    for dx in (-0.6, 0.6):
+        centre = (x + dx, y - 0.5)
+        wheel = build.ball(world, center=centre, radius=0.3, mass=1.0, rolling_resistance=0.0)
+        hub = world.add_particle(centre, mass=0.1)
+        world.add_springs([[hub, e] for e in world.body(wheel).particles], stiffness=60.0, damping=0.5)
+        near = np.argsort(np.linalg.norm(frame - np.array(centre), axis=1))[:3].tolist()
+        world.add_springs([[hub, members[k]] for k in near], stiffness=800.0, damping=8.0)  # the axle
+        wheels.append(wheel)
+    motor = Motor(world, wheels, torque, max_spin, throttle)
+    world.add_system(motor, priority=Priority.FORCES - 50)
+    return Car(chassis, wheels, motor)
+
+
+def course(**world_args: Any) -> World:
+    """A JellyCar course, 10 m between two walls: a bump (a polygon), a plank (a rotated box)
+    up to a plateau (a box), a plank down, a gas ball and a crate in the dip and a steep bank
+    (a polygon) at the end; a jelly car (:func:`jelly_car`) at the start with its motor on:
+    it drives itself to +x (the sandbox hands its throttle to LEFT/RIGHT)."""
+    world = World(dim=2, **world_args)
+    ground: dict[str, Any] = {"restitution": 0.1, "friction": 1.0}
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), **ground)
+    for normal, offset in (((1.0, 0.0), -5.0), ((-1.0, 0.0), -5.4)):
+        world.add_collider(Plane(normal=normal, offset=offset), friction=0.5)
+    world.add_collider(Polygon([(-2.9, 0.0), (-2.4, 0.18), (-2.1, 0.18), (-1.6, 0.0)]), **ground)
+    world.add_collider(_ramp((-1.2, 0.0), (0.3, 0.5)), **ground)
+    world.add_collider(Box((0.8, 0.25), (0.5, 0.25)), **ground)  # the plateau
+    world.add_collider(_ramp((1.3, 0.5), (2.8, 0.0)), **ground)
+    world.add_collider(Polygon([(4.2, 0.0), (5.4, 0.0), (5.4, 1.0)]), **ground)  # the bank
+    build.ball(world, center=(3.3, 0.36), radius=0.35, mass=0.5)
+    build.box(world, center=(3.95, 0.21), size=(0.4, 0.4), model="springs+shape_matching", mass=0.4)
+    jelly_car(world, position=(-4.1, 0.85), throttle=1.0)
+    return world
+
+
+def planets(**world_args: Any) -> World:
+    """Soft bodies on a disc planet (radius 2 m) with radial gravity (9.81 m/s^2 at its
+    surface, falling off as 1/d^2): a gas ball, shape-matched and spring boxes, a blob and a
+    star dropped from every side come to rest around it."""
+    world = World(dim=2, **{"gravity": (0.0, 0.0), **world_args})
+    radius = 2.0
+    world.add_collider(Disc((0.0, 0.0), radius), friction=0.8, restitution=0.1)
+    world.add_gravity_well((0.0, 0.0), strength=9.81 * radius**2)
+    build.ball(world, center=(0.0, radius + 1.0), radius=0.4)
+    build.box(world, center=(0.0, -radius - 1.0), size=(0.6, 0.6), model="shape_matching")
+    build.box(world, center=(radius + 1.2, 0.3), size=(0.5, 0.5), model="springs")
+    build.blob(world, center=(-radius - 1.0, 0.4), radius=0.35)
+    build.box(world, center=(1.9, 1.9), size=(0.5, 0.5), model="springs+shape_matching")
+    star = np.array([(np.cos(t), np.sin(t)) for t in np.pi / 2 + np.arange(10) * np.pi / 5])
+    star *= np.where(np.arange(10) % 2 == 0, 0.4, 0.18)[:, None]
+    build.polygon(world, star + np.array([-1.9, -1.9]), model="springs+shape_matching")
+    return world
+
+
+def bridge(**world_args: Any) -> World:
+    """A rope bridge over a gap: a heavy rope pinned at both ends to two cliffs (static boxes),
+    with three soft boxes and a gas ball dropped onto it."""
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), friction=0.6, restitution=0.1)
+    for x in (-3.0, 3.0):
+        world.add_collider(Box((x, 1.0), (0.6, 1.0)), friction=0.8)  # the cliffs
+    build.rope(world, start=(-2.4, 2.0), end=(2.4, 2.0), segments=28, pin=("start", "end"),
+               particle_radius=0.05, mass=2.0, stiffness=4000.0)
+    for x, y, model in ((-1.5, 2.5, "springs"), (-0.5, 3.0, "springs+shape_matching"),
+                        (1.6, 2.7, "springs")):
+        build.box(world, center=(x, y), size=(0.5, 0.5), model=model, particle_radius=0.05)
+    build.ball(world, center=(0.6, 3.5), radius=0.3)
+    return world
+
+
+def _walls(world: World, half: float) -> World:
+    for normal in ((1.0, 0.0), (-1.0, 0.0)):
+        world.add_collider(Plane(normal=normal, offset=-half), friction=0.4)
+    return world
+
+
+def pile_showcase(**world_args: Any) -> World:
+    """Forty 0.5 m spring boxes dropped into a 6 m bin (:func:`pile` at a sandbox's size)."""
+    return pile(bodies=40, width=6.0, **world_args)
+
+
+def balls_showcase(**world_args: Any) -> World:
+    """Twelve gas balls dropped between two walls 5 m apart (:func:`pressure_balls`)."""
+    return _walls(pressure_balls(count=12, **world_args), 2.5)
+
+
+def boxes_showcase(**world_args: Any) -> World:
+    """Twelve shape-matched boxes dropped between two walls 5 m apart (:func:`matched_boxes`)."""
+    return _walls(matched_boxes(count=12, **world_args), 2.5)
+
+
+def cloth_showcase(**world_args: Any) -> World:
+    """A trampoline: a 4 x 0.3 m cloth of springs (21 x 3 particles, 1 kg) strung between two
+    posts by its end columns, and a gas ball, a shape-matched box and a blob dropped on it."""
+    world = World(dim=2, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), friction=0.6, restitution=0.1)
+    for x in (-2.2, 2.2):
+        world.add_collider(Box((x, 0.75), (0.15, 0.75)), friction=0.6)  # the posts
+    nx, ny = 20, 2
+    ends = [j * (nx + 1) + i for j in range(ny + 1) for i in (0, nx)]
+    build.cloth(world, center=(0.0, 1.35), size=(4.0, 0.3), cells=(nx, ny), pin=ends, model="springs",
+                mass=1.0, stiffness=200.0)
+    build.ball(world, center=(-0.9, 3.0), radius=0.3)
+    build.box(world, center=(0.2, 3.6), size=(0.45, 0.45), model="springs+shape_matching")
+    build.blob(world, center=(1.1, 2.6), radius=0.3)
+    return world
+
+
+# The scenes of the sandbox (``python -m pysoft sandbox --scene NAME``) and of
+# ``python -m pysoft render NAME``, by name; each maker takes World keywords and returns the
+# World ready to step (60 Hz, 8 substeps), stable with its defaults.
+SHOWCASE: dict[str, Callable[..., World]] = {
+    "demo": demo,
+    "course": course,
+    "planets": planets,
+    "bridge": bridge,
+    "balls": balls_showcase,
+    "pile": pile_showcase,
+    "cloth": cloth_showcase,
+    "boxes": boxes_showcase,
+}

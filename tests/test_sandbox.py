@@ -15,6 +15,9 @@ pygame = pytest.importorskip("pygame")
 from pysoft import build  # noqa: E402
 from pysoft.__main__ import main  # noqa: E402
 from pysoft.sandbox import Sandbox  # noqa: E402
+from pysoft.scenes import SHOWCASE  # noqa: E402
+
+SCENES = list(SHOWCASE)
 
 
 def _event(kind: int, **attrs: object) -> object:
@@ -86,7 +89,7 @@ def test_keys_spawn_bodies_and_pause_stops_time() -> None:
     box.frame()
     assert box.world.time == pytest.approx(t + box.world.dt)  # one step
     box.handle(_event(pygame.KEYDOWN, key=pygame.K_s, unicode="s", mod=0))
-    assert box.world.substeps == 16
+    assert box.world.substeps == 16  # the scene's 8, doubled
     box.handle(_event(pygame.QUIT))
     assert not box.running
     pygame.quit()
@@ -95,3 +98,177 @@ def test_keys_spawn_bodies_and_pause_stops_time() -> None:
 def test_the_sandbox_command_runs_frames_and_exits(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sandbox", "--scene", "balls", "--frames", "5", "--size", "320x240"]) == 0
     assert "sandbox: 5 frames" in capsys.readouterr().out
+
+
+# -- the showcase scenes and the live controls ------------------------------------------------
+
+def _key(box: Sandbox, key: int, text: str = "", kind: int | None = None) -> None:
+    box.handle(_event(pygame.KEYDOWN if kind is None else kind, key=key, unicode=text, mod=0))
+
+
+def test_one_registry_names_the_scenes_of_render_and_sandbox() -> None:
+    from pysoft import scenes
+    from pysoft.__main__ import RENDER_SCENES
+
+    assert tuple(scenes.SHOWCASE) == RENDER_SCENES
+    assert {"demo", "course", "planets", "bridge", "balls", "cloth", "pile", "boxes"} <= set(RENDER_SCENES)
+    assert all(maker.__doc__ for maker in scenes.SHOWCASE.values())
+    with pytest.raises(SystemExit):
+        main(["sandbox", "--scene", "no-such-scene", "--frames", "1"])
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_every_scene_runs_in_the_sandbox(scene: str) -> None:
+    box = Sandbox(scene, (320, 240))
+    n = box.world.store.particles.n
+    assert box.run(30) == 30
+    w = box.world
+    assert w.time == pytest.approx(30 * w.dt)
+    assert w.store.particles.n == n > 0 and np.isfinite(w.positions).all()
+
+
+def _view(world: object, size: tuple[int, int] = (960, 640)) -> tuple[np.ndarray, np.ndarray]:
+    """The world rectangle the sandbox's window shows at the start."""
+    from pysoft.draw import Camera
+
+    camera = Camera(*size)
+    camera.fit_world(world, margin=0.1)
+    corners = camera.to_world(np.array([[0.0, size[1]], [size[0], 0.0]]))
+    return corners[0], corners[1]
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_every_scene_is_stable_for_ten_seconds(scene: str) -> None:
+    """Its defaults (60 Hz, 8 substeps) for 10 s: no InstabilityError (the world raises), and
+    every particle stays inside the window's first view and on or above the ground."""
+    from pysoft import scenes
+
+    w = scenes.SHOWCASE[scene]()
+    lo, hi = _view(w)
+    floor = -1e-3 if scene != "planets" else -np.inf  # (a contact leaves at most a mm)
+    for _ in range(600):
+        w.step()
+        assert (w.positions >= lo).all() and (w.positions <= hi).all(), scene
+        assert w.positions[:, 1].min() >= floor
+    assert np.abs(w.velocities).max() < 3.0  # settled, or the car still rolling
+
+
+def test_the_stiffness_keys_scale_every_spring_by_their_factor() -> None:
+    from pysoft.sandbox import STIFFNESS_LIMIT, stiffness_loads
+
+    box = Sandbox("demo", (320, 240))
+    w = box.world
+    springs, areas = w.store.springs, w.store.tables["area_springs"]
+    built_k, built_a = springs.view("stiffness").copy(), areas.view("stiffness").copy()
+    assert areas.n > 0 and stiffness_loads(w).max() * 1.25 < STIFFNESS_LIMIT  # one K is not capped
+    _key(box, pygame.K_k, "k")
+    assert box.stiffness == pytest.approx(1.25) and box.capped == 0
+    np.testing.assert_allclose(springs.view("stiffness"), 1.25 * built_k, rtol=1e-12)
+    np.testing.assert_allclose(areas.view("stiffness"), 1.25 * built_a, rtol=1e-12)
+    _key(box, pygame.K_j, "j")
+    _key(box, pygame.K_j, "j")
+    assert box.stiffness == pytest.approx(0.8)
+    np.testing.assert_allclose(springs.view("stiffness"), 0.8 * built_k, rtol=1e-12)
+    for _ in range(20):  # far beyond what the substep keeps stable: each spring stops at the cap
+        _key(box, pygame.K_k, "k")
+    assert box.stiffness == 10.0 and box.capped > 0
+    ratio = springs.view("stiffness") / built_k
+    assert ratio.max() == pytest.approx(10.0) and 1.0 <= ratio.min() < 10.0
+    assert stiffness_loads(w).max() <= STIFFNESS_LIMIT * (1 + 1e-9)
+    for _ in range(120):  # and it holds
+        box.frame()
+    assert np.isfinite(w.positions).all()
+    for _ in range(11):  # back down: from the built values, not from the capped ones
+        _key(box, pygame.K_j, "j")
+    assert box.stiffness == pytest.approx(10.0 * 0.8**11) and box.capped == 0
+    np.testing.assert_allclose(springs.view("stiffness"), box.stiffness * built_k, rtol=1e-9)
+    _key(box, pygame.K_g, "g")  # a new body gets the factor too
+    assert springs.view("stiffness")[-1] == pytest.approx(box.stiffness * box._built["springs"][
+        int(springs.view("entity")[-1])])
+    pygame.quit()
+
+
+def test_the_substep_key_never_goes_below_the_built_substep_and_recaps_stiffness() -> None:
+    from pysoft.sandbox import STIFFNESS_LIMIT, stiffness_loads
+
+    box = Sandbox("balls", (320, 240))
+    w = box.world
+    for _ in range(12):
+        _key(box, pygame.K_k, "k")
+    capped_at_8 = w.store.springs.view("stiffness").copy()
+    seen = []
+    for _ in range(3):
+        _key(box, pygame.K_s, "s")
+        seen.append(w.substeps)
+        assert stiffness_loads(w).max() <= STIFFNESS_LIMIT * (1 + 1e-9)
+    assert seen == [16, 32, 8]
+    np.testing.assert_allclose(w.store.springs.view("stiffness"), capped_at_8, rtol=1e-12)
+    _key(box, pygame.K_s, "s")  # at 16 substeps the springs may be stiffer
+    assert (w.store.springs.view("stiffness") > 1.5 * capped_at_8).all()
+    pygame.quit()
+
+
+def test_the_gas_keys_scale_every_pressure_body_by_their_factor() -> None:
+    box = Sandbox("balls", (320, 240))
+    w = box.world
+    bodies = w.store.bodies.view("entity").tolist()
+    built = {b: w.body(b).pressure.amount for b in bodies}  # type: ignore[union-attr]
+    assert len(built) == 12 and all(a > 0 for a in built.values())
+    _key(box, pygame.K_o, "o")
+    _key(box, pygame.K_o, "o")
+    assert box.gas == pytest.approx(1.5625)
+    for b in bodies:
+        assert w.body(b).pressure.amount == pytest.approx(1.5625 * built[b], rel=1e-12)  # type: ignore[union-attr]
+    _key(box, pygame.K_l, "l")
+    assert box.gas == pytest.approx(1.25)
+    for b in bodies:
+        assert w.body(b).pressure.amount == pytest.approx(1.25 * built[b], rel=1e-12)  # type: ignore[union-attr]
+    plain = SHOWCASE["balls"]()  # the same scene with its built gas
+    for _ in range(360):
+        box.frame()
+        plain.step()
+    # at rest, more gas stretches the skins further: 1.25x the gas, 4 % more area (measured)
+    assert w.body_shapes().areas.sum() > 1.02 * plain.body_shapes().areas.sum()
+    box.pointer = np.array([160.0, 20.0])
+    _key(box, pygame.K_g, "g")  # a new ball gets the factor too
+    fresh = build.ball(w, center=(0.0, 9.0), radius=0.3)  # the same ball, built outside the sandbox
+    assert w.body(box.spawned[-1]).pressure.amount == pytest.approx(  # type: ignore[union-attr]
+        1.25 * w.body(fresh).pressure.amount)  # type: ignore[union-attr]
+    pygame.quit()
+
+
+def test_the_arrow_keys_drive_the_car_on_the_course() -> None:
+    box = Sandbox("course", (480, 240))
+    motor = box.motor
+    assert motor is not None and motor.throttle == 0.0  # the keys drive in the sandbox
+    w = box.world
+
+    def wheels_x() -> float:
+        shapes = w.body_shapes()
+        rows = [list(shapes.entities).index(b) for b in motor.wheels]
+        return float(shapes.centroids[rows, 0].mean())
+
+    for _ in range(30):
+        box.frame()
+    parked = wheels_x()
+    for _ in range(30):  # no throttle: it stays
+        box.frame()
+    assert abs(wheels_x() - parked) < 0.05
+    _key(box, pygame.K_RIGHT)
+    assert motor.throttle == 1.0
+    for _ in range(60):
+        box.frame()
+    ahead = wheels_x()
+    assert ahead - parked > 0.5  # drove to the right
+    _key(box, pygame.K_RIGHT, kind=pygame.KEYUP)
+    assert motor.throttle == 0.0
+    _key(box, pygame.K_LEFT)
+    assert motor.throttle == -1.0
+    for _ in range(90):
+        box.frame()
+    assert wheels_x() < ahead - 0.3  # and back
+    _key(box, pygame.K_RIGHT, kind=pygame.KEYUP)  # letting go of the other key changes nothing
+    assert motor.throttle == -1.0
+    _key(box, pygame.K_LEFT, kind=pygame.KEYUP)
+    assert motor.throttle == 0.0
+    pygame.quit()
