@@ -10,7 +10,9 @@ substep could not keep it stable, see ``stiffness_loads``); O/L every gas body's
 x 1.25 / 0.8 (new bodies get both factors too); LEFT/RIGHT drive the car where the scene
 has one (a ``scenes.Motor``: full throttle while held); S substeps (the scene's x1, x2, x4:
 never fewer, as the builders' skins are as stiff as the built substep keeps stable; the
-stiffness caps follow); I the next integrator; +/- zoom; ESC or closing the window quits.
+stiffness caps follow); I the next integrator; +/- zoom; BACKSPACE reloads the scene; ESC or
+closing the window quits. A world that blows up (an ``InstabilityError``: the explicit Euler
+integrator, a body spawned inside a planet) pauses with the error on screen.
 The particle count, ms per step and per pass, and the stiffness and gas factors are on
 screen. ``--frames N`` runs N frames and exits (scripted runs and tests; with
 SDL_VIDEODRIVER=dummy no display is needed).
@@ -74,18 +76,26 @@ class Sandbox:
         pg.init()
         self.screen = pg.display.set_mode(size)
         pg.display.set_caption("pysoft sandbox")
-        self.world = scenes.SHOWCASE[scene]()
-        self.camera = Camera(*size)
-        self.camera.fit_world(self.world, margin=0.1)
-        self.drawer = PygameDrawer(self.screen, self.camera)
         self.flags = DrawFlags.OUTLINES | DrawFlags.SPRINGS | DrawFlags.STRAIN | DrawFlags.COLLIDERS
         self.model = 0
-        self.paused, self.advance, self.running = False, False, True
+        self.running = True
+        self.pointer = np.array(size, dtype=float) / 2  # the mouse, as its events last put it
+        self.size = size
+        self.load(scene)
+
+    def load(self, scene: str) -> None:
+        """Start ``scene`` afresh (BACKSPACE reloads the current one)."""
+        self.scene = scene
+        self.world = scenes.SHOWCASE[scene]()
+        self.camera = Camera(*self.size)
+        self.camera.fit_world(self.world, margin=0.1)
+        self.drawer = PygameDrawer(self.screen, self.camera)
+        self.paused, self.advance = False, False
+        self.trouble = ""  # the InstabilityError that paused the world, if one did
         self.hand: Any = None
         self.pusher: Any = None
         self.spawned: list[int] = []
         self.ms = 0.0
-        self.pointer = np.array(size, dtype=float) / 2  # the mouse, as its events last put it
         self.stiffness, self.gas = 1.0, 1.0  # factors over the built stiffness and gas amounts
         self.capped = 0  # springs held below their factor by the stability limit
         self._built: dict[str, dict[int, float]] = {"springs": {}, "area_springs": {}}
@@ -136,6 +146,8 @@ class Sandbox:
         bodies = w.store.bodies.n
         if key == pg.K_ESCAPE:
             self.running = False
+        elif key == pg.K_BACKSPACE:
+            self.load(self.scene)
         elif key == pg.K_SPACE:
             self.paused = not self.paused
         elif text == ".":
@@ -230,7 +242,10 @@ class Sandbox:
             self.pusher.target = here
         if not self.paused or self.advance:
             t0 = pg.time.get_ticks()
-            w.step()
+            try:
+                w.step()
+            except pysoft.InstabilityError as e:  # show it and pause: the window stays up
+                self.paused, self.trouble = True, f"{e}  (BACKSPACE reloads the scene)"
             self.ms = float(pg.time.get_ticks() - t0)
             self.advance = False
         self.screen.fill(BACKGROUND)
@@ -248,7 +263,9 @@ class Sandbox:
                  "drag: grab  right-drag: push  B box C circle G ball R rope P star  SPACE pause . step  "
                  "1-5 view",
                  "UP/DOWN gravity  K/J stiffness  O/L gas  S substeps  I integrator  +/- zoom"
-                 + ("  LEFT/RIGHT drive" if self.motor is not None else "")]
+                 + ("  LEFT/RIGHT drive" if self.motor is not None else "") + "  BACKSPACE reload"]
+        if self.trouble:
+            lines.append(self.trouble)
         for k, line in enumerate(lines):
             self.drawer.label((8, 8 + 18 * k), line)
         pg.display.flip()

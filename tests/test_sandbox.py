@@ -272,3 +272,25 @@ def test_the_arrow_keys_drive_the_car_on_the_course() -> None:
     _key(box, pygame.K_LEFT, kind=pygame.KEYUP)
     assert motor.throttle == 0.0
     pygame.quit()
+
+
+def test_a_world_that_blows_up_pauses_the_sandbox_and_backspace_reloads_it() -> None:
+    """The explicit Euler integrator (key I) blows the demo up within a second: the window
+    used to die with InstabilityError; it now pauses with the error on screen, and
+    BACKSPACE starts the scene afresh."""
+    box = Sandbox("demo", (480, 320))
+    box.world.integrator = "explicit_euler"
+    for _ in range(120):
+        box.frame()
+        if box.paused:
+            break
+    assert box.paused and "unstable" in box.trouble
+    t = box.world.time
+    box.frame()  # paused: time stands still, nothing raises
+    assert box.world.time == t
+    box.handle(_event(pygame.KEYDOWN, key=pygame.K_BACKSPACE, unicode=""))
+    assert not box.paused and box.trouble == "" and box.world.time == 0.0
+    assert box.world.integrator == "symplectic_euler"
+    box.frame()
+    assert box.world.time > 0.0
+    pygame.quit()
