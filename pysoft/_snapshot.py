@@ -13,7 +13,8 @@ The arrays are each feature's snapshot fields (``Feature.snapshot``), in
 feature order, plus every table's entity column and the ``ends`` of the
 tables that name particles (the topology). ``restore`` parses and checks
 everything (magic, version, digest, dim, counts, entity ids in row order,
-link endpoints) before it writes one value, so a corrupted or mismatched
+link endpoints, and every value by the public API's rules: ``RULES``) before it
+writes one value, so a corrupted or mismatched
 blob raises ValueError and leaves the world unchanged. Restoring into a
 world of the same topology and settings replays bit for bit.
 """
@@ -97,6 +98,58 @@ def _parse(blob: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return head, arrays
 
 
+INF = float("inf")
+# What each saved field may hold, by the rules of the public API that sets it:
+# (low, high) for floats, inclusive, NaN never (inf only where a bound is inf); ints likewise.
+# A field missing here must be finite. ``restore`` refuses a blob with anything else, so a blob
+# edited and re-checksummed cannot bring NaN positions, negative masses or a gravity well's
+# falloff of 2**31 - 1 into a world.
+_ANY, _NONNEG, _UNIT = (-INF, INF), (0.0, INF), (0.0, 1.0)
+RULES: dict[str, tuple[float, float]] = {
+    "particles.mass": (0.0, INF), "particles.inv_mass": _NONNEG, "particles.radius": _NONNEG,
+    "particles.friction": _NONNEG, "particles.restitution": _UNIT,
+    "springs.rest_length": _NONNEG, "springs.stiffness": _NONNEG, "springs.damping": _NONNEG,
+    "area_springs.stiffness": _NONNEG, "area_springs.damping": _NONNEG,
+    "distances.rest_length": _NONNEG, "distances.compliance": _NONNEG,
+    "volumes.compliance": _NONNEG,
+    "bodies.amount": _NONNEG, "bodies.min_area": _NONNEG, "bodies.match_stiffness": _NONNEG,
+    "bodies.match_damping": _NONNEG, "bodies.friction": _NONNEG, "bodies.restitution": _UNIT,
+    "bodies.rolling_resistance": _NONNEG,
+    "colliders.restitution": _UNIT, "colliders.friction": _NONNEG,
+    "colliders.tangential_damping": _NONNEG,
+    "grabs.stiffness": _NONNEG, "grabs.damping": _NONNEG,
+    "wells.falloff": (0, 3), "wells.min_distance": _NONNEG,
+}
+_INFINITE_OK = {"particles.mass"}  # an infinite mass is an immovable particle
+
+
+def _check_values(arrays: dict[str, np.ndarray], time: float) -> None:
+    """Every saved value within the public API's rules; raises ValueError naming the field."""
+    if not (np.isfinite(time) and time >= 0.0):
+        raise ValueError(f"blob has an invalid time {time!r}")
+    for name, arr in arrays.items():
+        if name.endswith((".entity", ".ends")) or arr.size == 0:
+            continue
+        low, high = RULES.get(name, _ANY)
+        if arr.dtype.kind == "f":
+            bad = np.isnan(arr) | (arr < low) | (arr > high)
+            if name not in _INFINITE_OK:
+                bad |= np.isinf(arr)
+            elif low == 0.0:
+                bad |= arr == 0.0  # a mass is > 0
+        else:
+            bad = (arr < low) | (arr > high)
+        if bad.any():
+            where = int(np.flatnonzero(bad.reshape(len(arr), -1).any(axis=1))[0])
+            raise ValueError(f"blob has an invalid {name} (row {where}: {arr[where]!r})")
+    mass, inv = arrays.get("particles.mass"), arrays.get("particles.inv_mass")
+    if mass is not None and inv is not None and mass.size:
+        with np.errstate(divide="ignore"):
+            expected = np.where(np.isinf(mass), 0.0, 1.0 / mass)
+        if not ((inv == expected) | (inv == 0.0)).all():  # 0: pinned
+            raise ValueError("blob has particles.inv_mass that is neither 1 / particles.mass nor 0")
+
+
 def unpack(features: Features, blob: Any) -> float:
     """Check ``blob`` against the world and, only if it matches, write it in; returns the time."""
     head, arrays = _parse(blob)
@@ -113,6 +166,7 @@ def unpack(features: Features, blob: Any) -> float:
     for name in topology:
         if not np.array_equal(arrays[name], current[name]):
             raise ValueError(f"blob does not match this world's topology ({name} differ)")
+    _check_values(arrays, float(head["time"]))
     for name, table, fields in features.snapshot_tables():
         for field in fields:
             table.view(field)[...] = arrays[f"{name}.{field}"]

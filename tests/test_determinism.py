@@ -9,6 +9,8 @@ backends must produce the same bytes too.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -263,3 +265,107 @@ def test_snapshot_is_portable_between_backends() -> None:
     run(c, 20)
     run(py, 20)
     assert state(py) == state(c)
+
+
+def _edited(blob: bytes, name: str, row: int, value: float, column: int = 0) -> bytes:
+    """``blob`` with array ``name``'s value at ``row`` (and ``column``) replaced and the digest
+    recomputed: what a hand-edited save file looks like."""
+    head_len = struct.unpack_from("<I", blob, 12)[0]
+    body = bytearray(blob[32:])
+    head = json.loads(bytes(body[:head_len]))
+    offset = head_len
+    for array, shape, dtype in head["arrays"]:
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if array == name:
+            arr = np.frombuffer(bytes(body[offset:offset + size]), dtype=dtype).reshape(shape).copy()
+            if arr.ndim == 1:
+                arr[row] = value
+            else:
+                arr[row, column] = value
+            body[offset:offset + size] = arr.tobytes()
+        offset += size
+    digest = hashlib.blake2b(bytes(body), digest_size=16).digest()
+    return blob[:16] + digest + bytes(body)
+
+
+def _edited_time(blob: bytes, time: float) -> bytes:
+    head_len = struct.unpack_from("<I", blob, 12)[0]
+    body = blob[32:]
+    head = json.loads(body[:head_len])
+    head["time"] = time.hex()
+    new_head = json.dumps(head).encode()
+    rest = new_head + body[head_len:]
+    out = bytearray(blob[:32])
+    struct.pack_into("<I", out, 12, len(new_head))
+    out[16:32] = hashlib.blake2b(rest, digest_size=16).digest()
+    return bytes(out) + rest
+
+
+EDITS: dict[str, Callable[[bytes], bytes]] = {
+    "position-nan": lambda b: _edited(b, "particles.pos", 0, float("nan")),
+    "velocity-inf": lambda b: _edited(b, "particles.vel", 1, float("inf"), 1),
+    "mass-negative": lambda b: _edited(b, "particles.mass", 2, -1.0),
+    "mass-zero": lambda b: _edited(b, "particles.mass", 2, 0.0),
+    "inv-mass-inconsistent": lambda b: _edited(b, "particles.inv_mass", 2, 7.0),
+    "restitution-2": lambda b: _edited(b, "particles.restitution", 0, 2.0),
+    "stiffness-negative": lambda b: _edited(b, "springs.stiffness", 0, -5.0),
+    "rest-length-nan": lambda b: _edited(b, "springs.rest_length", 0, float("nan")),
+    "time-nan": lambda b: _edited_time(b, float("nan")),
+    "time-inf": lambda b: _edited_time(b, float("inf")),
+    "time-negative": lambda b: _edited_time(b, -1.0),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", list(EDITS))
+def test_a_hand_edited_snapshot_with_bad_values_is_refused(backend: str, how: str) -> None:
+    """restore() checked the checksum, not the values: a blob edited and re-checksummed
+    brought NaN positions, negative masses or a NaN time into the world. Every value is now
+    held to the public API's rules, and the world is left as it was."""
+    w = build_scene(backend).world
+    run(w, 10)
+    good = w.snapshot()
+    bad = EDITS[how](good)
+    run(w, 7)
+    before = fingerprint(w)
+    with pytest.raises(ValueError, match="blob"):
+        w.restore(bad)
+    assert fingerprint(w) == before
+    w.restore(_edited(good, "particles.pos", 0, float(w.positions[0, 0])))  # a valid edit is taken
+
+
+def test_a_gravity_well_falloff_past_its_range_is_refused() -> None:
+    w = pysoft.World()
+    w.add_particle((0.0, 1.0))
+    w.add_gravity_well((0.0, 0.0), strength=10.0, falloff=2)
+    bad = _edited(w.snapshot(), "wells.falloff", 0, 2**31 - 1)
+    with pytest.raises(ValueError, match=r"wells\.falloff"):
+        w.restore(bad)
+
+
+# The snapshot layout of FORMAT_VERSION: every saved array, in order. A change to what a
+# snapshot holds must bump FORMAT_VERSION and update this pin (old blobs are refused by version).
+LAYOUT = {3: [
+    "particles.entity", "particles.pos", "particles.vel", "particles.mass", "particles.inv_mass",
+    "particles.radius", "particles.friction", "particles.restitution", "particles.category",
+    "particles.mask", "wells.entity", "wells.center", "wells.strength", "wells.falloff",
+    "wells.min_distance", "springs.entity", "springs.rest_length", "springs.stiffness",
+    "springs.damping", "area_springs.entity", "area_springs.rest_area", "area_springs.stiffness",
+    "area_springs.damping", "distances.entity", "distances.rest_length", "distances.compliance",
+    "volumes.entity", "volumes.rest_volume", "volumes.compliance", "bodies.entity", "bodies.amount",
+    "bodies.min_area", "bodies.match_stiffness", "bodies.match_damping", "bodies.flags",
+    "bodies.category", "bodies.mask", "bodies.friction", "bodies.restitution",
+    "bodies.rolling_resistance", "colliders.entity", "colliders.center", "colliders.rotation",
+    "colliders.angle", "colliders.velocity", "colliders.angular_velocity",
+    "colliders.restitution", "colliders.friction", "colliders.tangential_damping", "grabs.entity",
+    "grabs.target", "grabs.stiffness", "grabs.damping",
+]}
+
+
+def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:
+    blob = build_scene("c" if pysoft.C_AVAILABLE else "python").world.snapshot()
+    head_len = struct.unpack_from("<I", blob, 12)[0]
+    names = [a[0] for a in json.loads(blob[32:32 + head_len])["arrays"]]
+    saved = [n for n in names if not n.endswith(".ends")]
+    assert FORMAT_VERSION in LAYOUT, "a new FORMAT_VERSION needs its layout pinned here"
+    assert saved == LAYOUT[FORMAT_VERSION], "the snapshot layout changed: bump FORMAT_VERSION"
