@@ -32,6 +32,13 @@ import numpy as np
 from pysoft import _validate
 
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
+# Bounds of the step settings: a frame shorter than MIN_DT (s) is no frame (``step`` does
+# nothing, as for dt = 0; XPBD's compliance / h^2 overflowed at 1e-300 s); at most
+# MAX_SUBSTEPS substeps and MAX_ITERATIONS solver or contact sweeps per substep (beyond
+# them a frame takes minutes and the C core's int counts overflow)
+MIN_DT = 1e-6
+MAX_SUBSTEPS = 1000
+MAX_ITERATIONS = 100
 
 # The states a force evaluation reads and writes: (position, velocity, force) fields of
 # the particle table. MAIN is the substep's state; Verlet and RK4 evaluate the others.
@@ -68,9 +75,12 @@ class Settings:
     _body_contact_iterations: int
     dim: int
 
-    dt = _validate.Checked(_validate.positive, "Default frame length (s) of ``step()``.")
-    substeps = _validate.Checked(lambda n, v: _validate.integer(n, v, 1), "Substeps per frame.")
-    max_dt = _validate.Checked(_validate.positive, "Frame length cap (s): a longer frame is clamped to it.")
+    dt = _validate.Checked(lambda n, v: _validate.at_least(n, v, MIN_DT),
+                           "Default frame length (s) of ``step()``, at least MIN_DT.")
+    substeps = _validate.Checked(lambda n, v: _validate.integer(n, v, 1, MAX_SUBSTEPS),
+                                 "Substeps per frame (1 to MAX_SUBSTEPS).")
+    max_dt = _validate.Checked(lambda n, v: _validate.at_least(n, v, MIN_DT),
+                               "Frame length cap (s): a longer frame is clamped to it.")
     drag = _validate.Checked(_validate.nonnegative, "Linear air resistance (1/s).")
     integrator = _validate.Checked(_validate.choice(INTEGRATORS), "One of ``INTEGRATORS``.")
     restitution_threshold = _validate.Checked(
@@ -78,13 +88,13 @@ class Settings:
     max_speed = _validate.Checked(_validate.positive,
                                   "Speed (m/s) above which a particle counts as unstable.")
     contact_iterations = _validate.Checked(
-        lambda n, v: _validate.integer(n, v, 1),
+        lambda n, v: _validate.integer(n, v, 1, MAX_ITERATIONS),
         "Contact searches per particle and substep (default dim): settles corners of several shapes.")
     constraint_iterations = _validate.Checked(
-        lambda n, v: _validate.integer(n, v, 1),
+        lambda n, v: _validate.integer(n, v, 1, MAX_ITERATIONS),
         "XPBD solver sweeps per substep (default 2; more substeps converge better than more sweeps).")
     body_contact_iterations = _validate.Checked(
-        lambda n, v: _validate.integer(n, v, 1),
+        lambda n, v: _validate.integer(n, v, 1, MAX_ITERATIONS),
         "Body-contact sweeps per substep (default 1: more substeps converge better).")
     body_collisions = _validate.Checked(
         _validate.flag, "Whether bodies collide with each other (on by default).")

@@ -40,6 +40,14 @@ def positive(name: str, value: Any) -> float:
     return out
 
 
+def at_least(name: str, value: Any, low: float) -> float:
+    """A finite number >= low (> 0)."""
+    out = finite(name, value)
+    if not out >= low:
+        raise ValueError(f"{name} must be >= {low:g}, got {out}")
+    return out
+
+
 def reach(name: str, value: Any) -> float:
     """A distance limit: >= 0, and ``inf`` allowed (no limit)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -68,12 +76,14 @@ def mass(name: str, value: Any) -> float:
     return out
 
 
-def integer(name: str, value: Any, low: int) -> int:
-    """An int >= low."""
+def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """An int >= low (and <= high)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if int(value) < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and int(value) > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
     return int(value)
 
 

@@ -66,6 +66,9 @@ def grid_pairs(nx: int, ny: int) -> np.ndarray:
 
 
 def _models(model: str | Sequence[str]) -> set[str]:
+    if not isinstance(model, (str, list, tuple)):
+        raise ValueError(f"model must be a model name such as 'springs+pressure' or a list of names, "
+                         f"got {model!r}")
     names = model.split("+") if isinstance(model, str) else list(model)
     for name in names:
         if name not in MODELS:

@@ -96,12 +96,14 @@ class Plane:
 
     def geometry(self, dim: int) -> Geometry:
         normal = validate.vector("normal", self.normal, dim)
-        length = float(np.sqrt(np.dot(normal, normal)))
-        if not length > 0.0:
+        top = float(np.abs(normal).max())
+        if not top > 0.0:
             raise ValueError("normal must be a non-zero vector")
+        scaled = normal / top  # |normal|^2 would overflow at 1e200 (or vanish at 1e-200)
+        unit = float(np.sqrt(np.dot(scaled, scaled)))
         offset = validate.finite("offset", self.offset)
-        return _polytope(np.zeros(dim), np.eye(dim), (normal / length)[None],
-                         np.array([offset / length]))
+        return _polytope(np.zeros(dim), np.eye(dim), (scaled / unit)[None],
+                         np.array([offset / top / unit]))
 
 
 @dataclass(frozen=True)

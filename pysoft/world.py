@@ -20,7 +20,7 @@ import numpy as np
 
 from pysoft import _native, _snapshot, _validate
 from pysoft._ecs import Ecs
-from pysoft._pipeline import INTEGRATORS, STAGES, InstabilityError, Pipeline, Settings, Stage
+from pysoft._pipeline import INTEGRATORS, MIN_DT, STAGES, InstabilityError, Pipeline, Settings, Stage
 from pysoft._store import Store
 from pysoft.features import Features
 from pysoft.features._feature import Context, Feature
@@ -97,7 +97,7 @@ class World(Settings):
         body_collisions: bool = True,
         body_contact_iterations: int = 1,
     ) -> None:
-        if dim not in (2, 3) or isinstance(dim, bool):
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (2, 3):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
         if backend is None:  # the C core, or the NumPy twins where it was not built
             backend = _native.default_backend()
@@ -128,7 +128,10 @@ class World(Settings):
         self.pipeline = Pipeline(self)
         self._features = Features(Context(self.store, self._ecs, self, self.pipeline, backend, dim))
         self._feature: dict[type[Feature], Feature] = {type(f): f for f in self._features}
-        self._systems: list[esper.Processor] = [cls(self.pipeline) for cls in STAGES]
+        # the run order, replaced (never changed in place) by add_system / remove_system, so a
+        # system that adds or removes one during step() changes the next frame, not this one
+        self._systems: tuple[esper.Processor, ...] = tuple(cls(self.pipeline) for cls in STAGES)
+        self._stepping = False
         self.profile: dict[str, float] = {}
 
     @property
@@ -219,15 +222,18 @@ class World(Settings):
         """
         if not callable(getattr(processor, "process", None)):
             raise ValueError("processor must have a process(h) method (an esper.Processor)")
-        processor.priority = _validate.integer("priority", priority, -(2**31))
-        self._systems.append(processor)
-        self._systems.sort(key=lambda p: -p.priority)  # stable: ties keep insertion order
+        priority = _validate.integer("priority", priority, -(2**31), 2**31 - 1)
+        if processor in self._systems:
+            raise ValueError("processor is already a system of this world")
+        processor.priority = priority
+        # stable: ties keep insertion order
+        self._systems = tuple(sorted((*self._systems, processor), key=lambda p: -p.priority))
 
     def remove_system(self, processor: esper.Processor) -> None:
         """Stop running a processor added with ``add_system``."""
         if isinstance(processor, Stage) or processor not in self._systems:
             raise ValueError("processor is not a user system of this world")
-        self._systems.remove(processor)
+        self._systems = tuple(p for p in self._systems if p is not processor)
 
     @property
     def systems(self) -> list[esper.Processor]:
@@ -239,22 +245,32 @@ class World(Settings):
         return StepProcessor(self)
 
     def step(self, dt: float | None = None) -> None:
-        """Advance one frame of ``dt`` seconds (default ``self.dt``), clamped to ``max_dt``."""
+        """Advance one frame of ``dt`` seconds (default ``self.dt``), clamped to ``max_dt``; a frame
+        shorter than ``MIN_DT`` (1 µs, or 0) does nothing. Systems added or removed by a system
+        during the frame run from the next frame on; calling ``step`` from inside ``step`` raises
+        RuntimeError."""
+        if self._stepping:
+            raise RuntimeError("step() was called from inside step() (from a system?): a frame "
+                               "cannot start before the running one ends")
         dt = self._dt if dt is None else _validate.nonnegative("dt", dt)
-        if dt == 0.0:
+        if dt < MIN_DT:  # no frame: 0, or shorter than a microsecond
             return
         self._sweep_ghosts()
         dt = min(dt, self._max_dt)
         h = dt / self._substeps
         systems, pipeline = self._systems, self.pipeline
         elapsed = [0.0] * len(systems)
-        with self._ecs.entered():
-            for substep in range(self._substeps):
-                pipeline.substep = substep
-                for i, system in enumerate(systems):
-                    t0 = perf_counter()
-                    system.process(h)
-                    elapsed[i] += perf_counter() - t0
+        self._stepping = True
+        try:
+            with self._ecs.entered():
+                for substep in range(self._substeps):
+                    pipeline.substep = substep
+                    for i, system in enumerate(systems):
+                        t0 = perf_counter()
+                        system.process(h)
+                        elapsed[i] += perf_counter() - t0
+        finally:
+            self._stepping = False
         pipeline.time += dt
         self._features.after_frame()
         self.profile = {getattr(s, "name", type(s).__name__): 1e3 * t

@@ -163,6 +163,22 @@ CASES: list[tuple[str, Call, type[Exception], str]] = [
      ValueError, "normal"),
     ("plane-normal-nan", lambda s: s.world.add_collider(pysoft.Plane(normal=(NAN, 1.0))),
      ValueError, "normal"),
+    ("plane-normal-inf", lambda s: s.world.add_collider(pysoft.Plane(normal=(INF, 1.0))),
+     ValueError, "normal"),
+    # builders
+    ("box-model-none", lambda s: pysoft.build.box(s.world, model=None),  # type: ignore[arg-type]
+     ValueError, "model"),
+    ("box-model-int", lambda s: pysoft.build.box(s.world, model=3),  # type: ignore[arg-type]
+     ValueError, "model"),
+    # settings past their bounds (the C core's int counts overflowed at 2**31)
+    ("contact-iterations-huge", lambda s: setattr(s.world, "contact_iterations", 2**40),
+     ValueError, "contact_iterations"),
+    ("constraint-iterations-huge", lambda s: setattr(s.world, "constraint_iterations", 2**40),
+     ValueError, "constraint_iterations"),
+    ("body-contact-iterations-huge", lambda s: setattr(s.world, "body_contact_iterations", 101),
+     ValueError, "body_contact_iterations"),
+    ("substeps-huge", lambda s: setattr(s.world, "substeps", 1001), ValueError, "substeps"),
+    ("dt-tiny", lambda s: setattr(s.world, "dt", 1e-300), ValueError, "dt"),
     ("restitution-1.5", lambda s: s.world.add_collider(pysoft.Plane(normal=(0.0, 1.0)),
                                                        restitution=1.5),
      ValueError, "restitution"),
@@ -214,12 +230,17 @@ def test_bad_endpoint_message_names_the_entity(backend: str) -> None:
 WORLD_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("dim-4", {"dim": 4}, "dim"),
     ("dim-1", {"dim": 1}, "dim"),
+    ("dim-float", {"dim": 2.0}, "dim"),
+    ("dim-str", {"dim": "2"}, "dim"),
     ("integrator-leapfrog", {"integrator": "leapfrog"}, "integrator"),
     ("backend-fortran", {"backend": "fortran"}, "backend"),
     ("substeps-0", {"substeps": 0}, "substeps"),
     ("substeps-float", {"substeps": 2.5}, "substeps"),
     ("dt-0", {"dt": 0.0}, "dt"),
     ("dt-nan", {"dt": NAN}, "dt"),
+    ("dt-tiny", {"dt": 1e-300}, "dt"),
+    ("substeps-huge", {"substeps": 2**40}, "substeps"),
+    ("contact-iterations-huge", {"contact_iterations": 2**40}, "contact_iterations"),
     ("max-dt-negative", {"max_dt": -1.0}, "max_dt"),
     ("drag-negative", {"drag": -0.1}, "drag"),
     ("gravity-3-in-2d", {"gravity": (0.0, -9.81, 0.0)}, "gravity"),
@@ -282,3 +303,91 @@ def test_long_frame_is_clamped_to_max_dt(backend: str) -> None:
     assert w.time == t0 + max_dt
     twin.step(max_dt)
     assert fingerprint(w) == fingerprint(twin)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_frame_shorter_than_min_dt_is_a_bitwise_noop(backend: str) -> None:
+    """A frame of 1e-300 s (a game's clock ticking twice in one instant) changes nothing;
+    with XPBD it used to divide by h^2 = 0 and fill the world with NaN."""
+    w = make_scene(backend).world
+    pysoft.build.box(w, center=(5.0, 2.0), model="xpbd")
+    before = fingerprint(w)
+    w.step(1e-300)
+    assert fingerprint(w) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_huge_plane_normal_is_normalised(backend: str) -> None:
+    """|normal|^2 overflowed at 1e200 and the plane got the normal (0, 0): it must be the
+    unit normal of the direction given."""
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((1e200, 1e200), 0.0))
+    p = w.add_particle((1.0, -0.5))  # inside the half-space x + y < 0
+    w.step()
+    assert float(w.particle(p).position.sum()) >= -1e-12  # pushed out along (1, 1) / sqrt(2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_velocity_written_to_a_pinned_particle_drives_nothing(backend: str) -> None:
+    """A pinned particle does not move, so a velocity written to it is not its motion: it is
+    zeroed and its springs' dampers feel nothing (they pulled the free end at 0.77 m/s)."""
+    w = pysoft.World(backend=backend, gravity=(0.0, 0.0))
+    a, b = w.add_particles([[0.0, 0.0], [1.0, 0.0]], masses=[INF, 1.0])
+    w.add_spring(a, b, stiffness=100.0, damping=10.0)
+    w.velocities[w.row(a)] = (5.0, 0.0)
+    w.step()
+    assert w.particle(a).velocity.tolist() == [0.0, 0.0]
+    assert w.particle(b).velocity.tolist() == [0.0, 0.0]
+    assert w.particle(b).position.tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_from_inside_step_is_rejected(backend: str) -> None:
+    """A system calling world.step() recursed until RecursionError; it is a clear error, and
+    the outer frame's time and the world stay consistent (the frame did not complete)."""
+    w = make_scene(backend).world
+    before = fingerprint(w)
+
+    class Recursive(esper.Processor):
+        def process(self, h: float) -> None:
+            w.step()
+
+    system = Recursive()
+    w.add_system(system, priority=600)  # before every built-in stage: nothing moved yet
+    with pytest.raises(RuntimeError, match="step"):
+        w.step()
+    assert fingerprint(w) == before
+    w.remove_system(system)
+    w.step()  # the world steps again afterwards
+    assert w.time > 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_systems_added_or_removed_during_a_step_change_the_next_frame(backend: str) -> None:
+    """add_system / remove_system from inside a system used to fail mid-frame (IndexError):
+    the change now applies from the next frame."""
+    w = make_scene(backend).world
+    runs: list[str] = []
+
+    class Probe(esper.Processor):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def process(self, h: float) -> None:
+            runs.append(self.name)
+
+    late = Probe("late")
+
+    class Adder(esper.Processor):
+        def process(self, h: float) -> None:
+            runs.append("adder")
+            if late not in w.systems:
+                w.add_system(late, priority=-10)
+                w.remove_system(self)
+
+    w.add_system(Adder())
+    w.step()
+    assert runs == ["adder"] * w.substeps  # this frame: the systems it began with
+    runs.clear()
+    w.step()
+    assert runs == ["late"] * w.substeps  # the next: the adder gone, the late system in

@@ -4,7 +4,8 @@
  * in every force evaluation:
  *
  *     F_i = m_i (g - drag v_i)          for movable particles (inv_mass > 0)
- *     F_i = 0                           for immovable ones
+ *     F_i = 0, v_i = 0                  for immovable ones (a velocity written to a pinned
+ *                                       particle would otherwise drive its springs' dampers)
  *
  * drag is a linear air resistance in 1/s (a particle's velocity decays as
  * exp(-drag t) without other forces).
@@ -21,15 +22,17 @@
 #include <math.h>
 #include "internal.h"
 
-void ps_gravity_drag(double *force, const double *vel, const double *mass,
+void ps_gravity_drag(double *force, double *vel, const double *mass,
                      const double *inv_mass, const double *gravity,
                      int n, int dim, double drag)
 {
     for (int i = 0; i < n; i++) {
-        double *f = force + (long)i * dim;
-        const double *v = vel + (long)i * dim;
-        if (inv_mass[i] == 0.0) {
-            for (int c = 0; c < dim; c++) f[c] = 0.0;
+        double *f = force + (long)i * dim, *v = vel + (long)i * dim;
+        if (inv_mass[i] == 0.0) {  /* immovable: no force, and no velocity whatever was written */
+            for (int c = 0; c < dim; c++) {
+                f[c] = 0.0;
+                v[c] = 0.0;
+            }
             continue;
         }
         for (int c = 0; c < dim; c++) f[c] = mass[i] * (gravity[c] - drag * v[c]);

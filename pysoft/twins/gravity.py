@@ -11,9 +11,11 @@ def gravity_drag(
     force: F64, vel: F64, mass: F64, inv_mass: F64, gravity: F64, n: int, dim: int,
     drag: float,
 ) -> None:
-    """Set ``force = m (g - drag v)`` for movable particles, 0 for immovable."""
+    """Set ``force = m (g - drag v)`` for movable particles; force and velocity 0 for immovable
+    ones (whatever velocity was written to them)."""
     movable = inv_mass[:n] != 0.0
     force[:n] = 0.0
+    vel[:n][~movable] = 0.0
     force[:n][movable] = mass[:n, None][movable] * (gravity[None, :dim] - drag * vel[:n][movable])
 
 
