@@ -31,6 +31,7 @@ from pysoft import _validate
 from pysoft._store import Table
 
 _contexts = itertools.count(1)
+ID_RANGE = 1 << 32  # entity ids of the k-th world of its own context: k * ID_RANGE + 1, ...
 
 
 class RemovedError(KeyError):
@@ -116,13 +117,21 @@ class Ecs:
     def __init__(self, context: str | None) -> None:
         if context is not None and not isinstance(context, str):
             raise ValueError(f"context must be a string or None, got {context!r}")
-        self.context = context if context is not None else f"pysoft.world.{next(_contexts)}"
+        number = next(_contexts)
+        self.context = context if context is not None else f"pysoft.world.{number}"
         self.components: dict[int, RowView] = {}
         self.counts: dict[type, int] = {}
         if context is None:
             weakref.finalize(self, _drop_context, self.context)
-        with self.entered():
-            pass  # creates the esper context now
+        # the first entity id of this world's own range (0 in a game's context); snapshots save
+        # ids relative to it, so a blob restores into a world built the same way
+        self.base = number * ID_RANGE if context is None else 0
+        with self.entered():  # creates the esper context now
+            if context is None:
+                # A context of our own numbers its entities from number * ID_RANGE: an id
+                # from another pysoft world is never alive in this one (a game's context, shared
+                # with its own entities, keeps esper's numbering)
+                esper._entity_count = itertools.count(start=self.base + 1)
 
     @contextmanager
     def entered(self) -> Iterator[None]:

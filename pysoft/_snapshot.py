@@ -11,7 +11,9 @@ Layout (little-endian)::
 
 The arrays are each feature's snapshot fields (``Feature.snapshot``), in
 feature order, plus every table's entity column and the ``ends`` of the
-tables that name particles (the topology). ``restore`` parses and checks
+tables that name particles (the topology), as ids relative to the world's own
+entity range (each World numbers its entities from its own base), so a blob
+restores into any world built the same way. ``restore`` parses and checks
 everything (magic, version, digest, dim, counts, entity ids in row order,
 link endpoints, and every value by the public API's rules: ``RULES``) before it
 writes one value, so a corrupted or mismatched
@@ -42,15 +44,21 @@ def _digest(data: bytes) -> bytes:
 
 
 def _state(features: Features) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The saved arrays, and the names of those that are topology (must match on restore)."""
+    """The saved arrays, and the names of those that are topology (must match on restore).
+    Entity ids are saved relative to the world's own id range (``Ecs.base``)."""
     out: dict[str, np.ndarray] = {}
     topology: list[str] = []
+    base = features.ctx.ecs.base
+
+    def relative(ids: np.ndarray) -> np.ndarray:
+        return np.where(ids >= 0, ids - base, ids)  # negative: none (kept as it is)
+
     for name, table, fields in features.snapshot_tables():
         for field, arr in table.snapshot_fields(("entity", *fields)).items():
-            out[f"{name}.{field}"] = arr
+            out[f"{name}.{field}"] = relative(arr) if field == "entity" else arr
         topology.append(f"{name}.entity")
     for name, table in features.links():
-        out[f"{name}.ends"] = table.view("ends").copy()
+        out[f"{name}.ends"] = relative(table.view("ends"))
         topology.append(f"{name}.ends")
     return out, topology
 
