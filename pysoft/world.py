@@ -269,6 +269,9 @@ class World(Settings):
                         t0 = perf_counter()
                         system.process(h)
                         elapsed[i] += perf_counter() - t0
+        except InstabilityError:
+            pipeline.time += dt  # the frame ran to its end (the check is its last act)
+            raise
         finally:
             self._stepping = False
         pipeline.time += dt

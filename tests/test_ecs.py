@@ -541,6 +541,8 @@ def test_instability_raises_naming_an_entity(backend: str, game_context: str) ->
     assert err.row == w.row(err.entity)
     assert str(err.entity) in str(err)
     assert esper.current_world == game_context
+    # the frame ran to its end before the check raised: the time says so, as under "warn"
+    assert w.time == 1 / 60 and "by t=0.0166667 s" in str(err)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -176,7 +176,8 @@ class InstabilityScan:
             return
         entity = int(self.P.arrays["entity"][row])
         p, v = self.P.arrays["pos"][row], self.P.arrays["vel"][row]
-        message = (f"particle {entity} (row {row}) went unstable at t={self.ctx.pipeline.time:.6g} s: "
+        end = self.ctx.pipeline.time + (self.ctx.pipeline.substep + 1) * h  # this frame's end
+        message = (f"particle {entity} (row {row}) went unstable by t={end:.6g} s: "
                    f"position {p.tolist()}, velocity {v.tolist()}")
         if s._on_instability == "raise":
             raise InstabilityError(message, entity, row)
