@@ -76,6 +76,11 @@ def _direct_kernels(world: World) -> Callable[[], None]:
     return frame
 
 
+def row_bytes(table: Any) -> int:
+    """Bytes one row of ``table`` takes in the Store (every field, workspace included)."""
+    return sum(f.row_bytes() for f in table.fields.values())
+
+
 class Reference:
     """The scene of ``world`` (particles, springs of one stiffness and damping, a floor at
     y = 0 of restitution 0.2 and friction 0.5) copied into the reference loop's arrays."""
@@ -135,6 +140,8 @@ def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[
         "ns_per_spring": 1e9 * t["springs"] / m,
         "overhead": t["step"] / t["direct"], "numpy_step_ms": 1e3 * t_py,
         "reference_ms": 1e3 * t["reference"], "vs_reference": t["reference"] / t["step"],
+        "bytes_per_particle": row_bytes(world.store.particles),
+        "bytes_per_spring": row_bytes(world.store.springs),
         "c_over_numpy": t_py / t["step"],
         "passes_ms": {k: statistics.median(v) for k, v in passes.items()},
     }
@@ -328,7 +335,9 @@ def markdown(r: dict[str, Any]) -> str:
     big = r["scenes"][-1]
     passes = ", ".join(f"{k} {v:.3f}" for k, v in big["passes_ms"].items())
     c, b = r["contacts"], r["small_body"]
-    lines += ["", f"Time per pass at {big['particles']:,} particles (ms per step): {passes}.", ""]
+    lines += ["", f"Time per pass at {big['particles']:,} particles (ms per step): {passes}. "
+              f"Memory: {big['bytes_per_particle']} bytes per particle and {big['bytes_per_spring']} "
+              "per spring (the Store's rows, workspace included).", ""]
     if "models" in r:
         lines += ["| body model scene (60 Hz, 8 substeps) | particles | springs | constraints "
                   "| ms per frame | ms per pass (summed over substeps) |", "|---|---:|---:|---:|---:|---|"]
@@ -415,6 +424,8 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
              f"{r['ns_per_spring']:>9.2f} {r['reference_ms']:>7.3f} {r['vs_reference']:>6.2f} "
              f"{r['overhead']:>7.3f} {r['c_over_numpy']:>8.1f}")
         echo("           passes (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in r["passes_ms"].items()))
+        echo(f"           memory: {r['bytes_per_particle']} bytes per particle, "
+             f"{r['bytes_per_spring']} per spring (the Store's rows, workspace included)")
     c = bench_contacts(rounds=max(1, rounds // 2))
     results["contacts"] = c
     echo(f"\nscene 'obstacle course': {c['particles']} particles, {c['colliders']} colliders, "
