@@ -522,7 +522,10 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
 
     ``pin``: "top corners", "top" (the whole top row), "none", or particle indices
     (row-major, x fastest, row 0 at the bottom). ``model``: "xpbd" (distance
-    constraints of ``compliance``) or "springs".
+    constraints of ``compliance``) or "springs". ``mass`` is the whole cloth's (kg), shared
+    equally. 2D only. In 2D a net of inextensible XPBD links with shear braces is a rigid
+    plate: pinned along a row or at two corners it neither sags nor billows (``"springs"``
+    does).
     """
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     if model not in ("springs", "xpbd"):
