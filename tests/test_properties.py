@@ -159,21 +159,22 @@ class TwinWorlds(RuleBasedStateMachine):
                             for w in self.worlds])
         self.topology += 1
 
+    def _remove(self, items: list[list[int]], data: Any, body: bool) -> None:
+        """Remove one of ``items`` (drawn) from both worlds; a body with its particles."""
+        ids = items.pop(data.draw(st.integers(0, len(items) - 1)))
+        for w, entity in zip(self.worlds, ids, strict=True):
+            w.remove(entity, *(w.body(entity).particles if body else ()))
+        self.topology += 1
+
     @precondition(lambda self: bool(self.bodies))
     @rule(data=st.data())
     def remove_box(self, data: Any) -> None:
-        ids = self.bodies.pop(data.draw(st.integers(0, len(self.bodies) - 1)))
-        for w, body in zip(self.worlds, ids, strict=True):
-            w.remove(body, *w.body(body).particles)
-        self.topology += 1
+        self._remove(self.bodies, data, body=True)
 
     @precondition(lambda self: bool(self.springs))
     @rule(data=st.data())
     def remove_spring(self, data: Any) -> None:
-        ids = self.springs.pop(data.draw(st.integers(0, len(self.springs) - 1)))
-        for w, spring in zip(self.worlds, ids, strict=True):
-            w.remove(spring)
-        self.topology += 1
+        self._remove(self.springs, data, body=False)
 
     @rule(frames=st.integers(1, 3))
     def step(self, frames: int) -> None:
