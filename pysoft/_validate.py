@@ -14,11 +14,16 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 
-def finite(name: str, value: Any) -> float:
-    """A real, finite number."""
+def real(name: str, value: Any) -> float:
+    """A real number (not a bool) as a float: NaN and inf pass, the callers decide."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    out = float(value)
+    return float(value)
+
+
+def finite(name: str, value: Any) -> float:
+    """A real, finite number."""
+    out = real(name, value)
     if not math.isfinite(out):
         raise ValueError(f"{name} must be finite, got {out}")
     return out
@@ -50,9 +55,7 @@ def at_least(name: str, value: Any, low: float) -> float:
 
 def reach(name: str, value: Any) -> float:
     """A distance limit: >= 0, and ``inf`` allowed (no limit)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    out = float(value)
+    out = real(name, value)
     if math.isnan(out) or out < 0.0:
         raise ValueError(f"{name} must be >= 0 (inf for no limit), got {out}")
     return out
@@ -68,9 +71,7 @@ def unit_interval(name: str, value: Any) -> float:
 
 def mass(name: str, value: Any) -> float:
     """A mass: > 0, and ``inf`` allowed (an immovable particle)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    out = float(value)
+    out = real(name, value)
     if math.isnan(out) or not out > 0.0:
         raise ValueError(f"{name} must be > 0 (inf for immovable), got {out}")
     return out

@@ -96,14 +96,12 @@ class Plane:
 
     def geometry(self, dim: int) -> Geometry:
         normal = validate.vector("normal", self.normal, dim)
-        top = float(np.abs(normal).max())
-        if not top > 0.0:
+        length = math.hypot(*normal)  # scaled: |normal|^2 would overflow at 1e200, vanish at 1e-200
+        if not length > 0.0:
             raise ValueError("normal must be a non-zero vector")
-        scaled = normal / top  # |normal|^2 would overflow at 1e200 (or vanish at 1e-200)
-        unit = float(np.sqrt(np.dot(scaled, scaled)))
         offset = validate.finite("offset", self.offset)
-        return _polytope(np.zeros(dim), np.eye(dim), (scaled / unit)[None],
-                         np.array([offset / top / unit]))
+        return _polytope(np.zeros(dim), np.eye(dim), (normal / length)[None],
+                         np.array([offset / length]))
 
 
 @dataclass(frozen=True)
