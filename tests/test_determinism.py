@@ -9,17 +9,17 @@ backends must produce the same bytes too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
 
 import pysoft
-from pysoft._snapshot import FORMAT_VERSION
+from pysoft._snapshot import _HEADER, FORMAT_VERSION, _digest
 
 BACKENDS = ("c", "python")
 GRID = 4
@@ -267,38 +267,42 @@ def test_snapshot_is_portable_between_backends() -> None:
     assert state(py) == state(c)
 
 
+def _split(blob: bytes) -> tuple[dict[str, Any], bytearray]:
+    """A snapshot's JSON head and its payload (the arrays' bytes)."""
+    head_len = _HEADER.unpack_from(blob)[2]
+    body = blob[_HEADER.size:]
+    return json.loads(body[:head_len]), bytearray(body[head_len:])
+
+
+def _joined(blob: bytes, head: dict[str, Any], payload: bytes) -> bytes:
+    """``blob``'s magic and version over ``head`` and ``payload``, with the digest recomputed:
+    what a hand-edited save file looks like."""
+    magic, version, _, _ = _HEADER.unpack_from(blob)
+    text = json.dumps(head).encode()
+    return _HEADER.pack(magic, version, len(text), _digest(text + payload)) + text + payload
+
+
 def _edited(blob: bytes, name: str, row: int, value: float, column: int = 0) -> bytes:
-    """``blob`` with array ``name``'s value at ``row`` (and ``column``) replaced and the digest
-    recomputed: what a hand-edited save file looks like."""
-    head_len = struct.unpack_from("<I", blob, 12)[0]
-    body = bytearray(blob[32:])
-    head = json.loads(bytes(body[:head_len]))
-    offset = head_len
+    """``blob`` with array ``name``'s value at ``row`` (and ``column``) replaced."""
+    head, payload = _split(blob)
+    offset = 0
     for array, shape, dtype in head["arrays"]:
         size = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if array == name:
-            arr = np.frombuffer(bytes(body[offset:offset + size]), dtype=dtype).reshape(shape).copy()
+            arr = np.frombuffer(bytes(payload[offset:offset + size]), dtype=dtype).reshape(shape).copy()
             if arr.ndim == 1:
                 arr[row] = value
             else:
                 arr[row, column] = value
-            body[offset:offset + size] = arr.tobytes()
+            payload[offset:offset + size] = arr.tobytes()
         offset += size
-    digest = hashlib.blake2b(bytes(body), digest_size=16).digest()
-    return blob[:16] + digest + bytes(body)
+    return _joined(blob, head, bytes(payload))
 
 
 def _edited_time(blob: bytes, time: float) -> bytes:
-    head_len = struct.unpack_from("<I", blob, 12)[0]
-    body = blob[32:]
-    head = json.loads(body[:head_len])
+    head, payload = _split(blob)
     head["time"] = time.hex()
-    new_head = json.dumps(head).encode()
-    rest = new_head + body[head_len:]
-    out = bytearray(blob[:32])
-    struct.pack_into("<I", out, 12, len(new_head))
-    out[16:32] = hashlib.blake2b(rest, digest_size=16).digest()
-    return bytes(out) + rest
+    return _joined(blob, head, bytes(payload))
 
 
 EDITS: dict[str, Callable[[bytes], bytes]] = {
@@ -364,8 +368,7 @@ LAYOUT = {3: [
 
 def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:
     blob = build_scene("c" if pysoft.C_AVAILABLE else "python").world.snapshot()
-    head_len = struct.unpack_from("<I", blob, 12)[0]
-    names = [a[0] for a in json.loads(blob[32:32 + head_len])["arrays"]]
+    names = [a[0] for a in _split(blob)[0]["arrays"]]
     saved = [n for n in names if not n.endswith(".ends")]
     assert FORMAT_VERSION in LAYOUT, "a new FORMAT_VERSION needs its layout pinned here"
     assert saved == LAYOUT[FORMAT_VERSION], "the snapshot layout changed: bump FORMAT_VERSION"
