@@ -27,6 +27,11 @@ SWEEP_SLOP = 1e-9
 # for the whole constraint, so momentum is kept (constraints.c)
 MAX_CORRECTION_SPEED = 3.0
 
+# An area spring's triangle turned inside out (A < 0) is pushed back harder: its stiffness
+# gains this many times k times the inverted area (zero at A = 0, so the force is continuous)
+INVERSION_GAIN = 2.0
+
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
-            "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED}
+            "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
+            "PS_INVERSION_GAIN": INVERSION_GAIN}

@@ -2,7 +2,8 @@
 
 Every builder returns the body entity. ``model`` picks how the body holds
 its shape: ``"springs"`` (a spring lattice, with an area spring on each of its
-triangles unless shape matching or XPBD orients it: see _orient), ``"xpbd"`` (the same lattice as
+triangles unless shape matching or XPBD orients it: see _orient; a ring's are each edge
+with the particle across the ring), ``"xpbd"`` (the same lattice as
 XPBD distance constraints, plus area constraints on its triangles where the
 builder has them), ``"pressure"`` (gas inside the outline),
 ``"shape_matching"`` (pull toward the best-fit rest shape), or several of
@@ -382,6 +383,11 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
         pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
                                 np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
         outline = i
+        if not _gas_bag(models) and "xpbd" not in models:
+            # a ring has no inside of its own: area springs on the triangles of each edge and the
+            # particle across the ring give it one (those of a triangulation of the ring, thin
+            # fans that tile it, jammed a mirrored ring into a three-pointed star)
+            triangles = np.stack([i, (i + 1) % n, (i + n // 2) % n], 1)
     else:
         c = validate.vector("center", center, 2)
         unit = (pos - c) / r

@@ -1,8 +1,8 @@
 """Area springs (``World.add_area_springs``, ``csrc/src/springs.c``): a damped spring on a
 triangle's signed area, F = -(k (A - A0) + c dA/dt) dA/dx on each corner (2D). The
-builders give every spring lattice without shape matching or XPBD area constraints of its
-own one on each triangle (``build.AREA_STIFFNESS``), so it knows its inside from its
-outside."""
+builders give every spring lattice without XPBD area constraints of its own one on each
+triangle (``build.AREA_STIFFNESS``), so it knows its inside from its outside; a triangle
+turned inside out is pushed back harder (``INVERSION_GAIN``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 import pysoft
 from pysoft import _kernels, build
+from pysoft._constants import INVERSION_GAIN
 
 BASE, HEIGHT, MASS, K = 1.0, 1.0, 0.5, 200.0  # m, m, kg, N/m^3
 
@@ -126,15 +127,35 @@ def test_area_springs_are_2d() -> None:
 def test_which_builder_bodies_get_them() -> None:
     """A spring lattice (a box's 4 x 4 cells: 32 triangles; a gas box keeps its lattice) gets
     area springs; one with shape matching (which orients it) or XPBD area constraints does
-    not, nor does a ring (no triangles)."""
+    not. A ring of springs gets one per edge, on the edge and the particle across the ring
+    (16 for the default 16 segments); a gas bag (a ring of outline springs holding gas) none."""
     for model, count in (("springs", 32), ("springs+pressure", 32), ("pressure", 32),
                          ("springs+shape_matching", 0), ("xpbd", 0)):
         w = pysoft.World()
         build.box(w, model=model)
         assert w.store.tables["area_springs"].n == count, model
-    w = pysoft.World()
-    build.circle(w)
-    assert w.store.tables["area_springs"].n == 0
+    for model, count in (("springs", 16), ("springs+shape_matching", 0), ("pressure", 0), ("xpbd", 0)):
+        w = pysoft.World()
+        build.circle(w, model=model)
+        assert w.store.tables["area_springs"].n == count, model
+
+
+@pytest.mark.parametrize("apex_y", [-HEIGHT, -0.25 * HEIGHT, 0.0, 0.5 * HEIGHT, 2.0 * HEIGHT])
+def test_an_inside_out_triangle_is_pushed_back_harder(backend: str, apex_y: float) -> None:
+    """Base corners at (-BASE/2, 0), (BASE/2, 0), the apex at (0, apex_y) at rest: A =
+    BASE apex_y / 2, dA/dy_apex = BASE / 2. The apex's force is s BASE / 2 with s = -K (A - A0)
+    while A >= 0, and s = -K (A - A0) - INVERSION_GAIN K A once inside out (A < 0): zero extra
+    at A = 0, so the force is continuous (to 1e-12 relative)."""
+    pos = np.array([(-BASE / 2, 0.0), (BASE / 2, 0.0), (0.0, apex_y)])
+    force = np.zeros((3, 2))
+    a0 = BASE * HEIGHT / 2
+    _kernels.call("area_springs", backend, force=force, pos=pos, vel=np.zeros((3, 2)),
+                  triangles=np.array([[0, 1, 2]], dtype=np.int32), rest_area=np.array([a0]),
+                  stiffness=np.array([K]), damping=np.array([0.0]))
+    area = BASE * apex_y / 2
+    s = -K * (area - a0) - (INVERSION_GAIN * K * area if area < 0.0 else 0.0)
+    assert abs(float(force[2, 1]) - s * BASE / 2) <= 1e-12 * abs(s * BASE / 2)
+    assert float(force[2, 0]) == 0.0
 
 
 def test_a_mirrored_spring_box_turns_back() -> None:

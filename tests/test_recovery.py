@@ -202,10 +202,6 @@ def _press(w: pysoft.World, members: list[int]) -> tuple[int, float, int]:
 
 
 # Cells that do not hold yet: each names what is wrong, with its figures (as measured).
-INVERTED = ("stays inside out at rest: a ring of springs has no triangles to give it an inside (its mirror "
-            "image is the same ring at rest); the blob's springs join every pair of its particles and hold "
-            "the mirror image against its fan's area springs (at twice their stiffness it turns back, but a "
-            "pile of 200 bodies then crushed a gas ball past its bound)")
 RING_FLIP = ("stays inside out: a ring of distance constraints has no inside; its mirror image is the "
              "same ring at rest (with shape matching, the pull is turned into spin)")
 FIGHT = ("springs hold the mirror image while shape matching pulls it back: they fight, and it turns "
@@ -221,8 +217,6 @@ EJECTED = ("squashed past what its constraints allow (area_compliance 0: incompr
 WALL = ("pushed out of the wall at 5-7 m/s by its constraints' corrections (each capped at 3 m/s of "
         "velocity), it is still rolling at 10 s")
 KNOWN = {cell: f"{figures}: {cause}" for cell, (cause, figures) in {
-    "mirrored-circle-springs": (INVERTED, "area -0.980"),
-    "mirrored-blob": (INVERTED, "area -0.668"),
     "mirrored-circle-xpbd": (RING_FLIP, "area -1.000"),
     "mirrored-circle-xpbd+shape_matching": (RING_FLIP, "area -1.000, 27 m/s at 10 s"),
     "mirrored-hexagon-springs+shape_matching": (FIGHT, "area -0.248 at 3 s, 0.995 at 10 s"),

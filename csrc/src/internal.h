@@ -16,7 +16,9 @@
  *   PS_SWEEP_SLOP   how far inside a polytope face a substep's start may be and
  *                   still count as outside it for the swept test (collide.c);
  *   PS_MAX_CORRECTION_SPEED   the most velocity one XPBD correction gives a
- *                   particle (constraints.c).
+ *                   particle (constraints.c);
+ *   PS_INVERSION_GAIN   how much harder an area spring pushes its triangle back
+ *                   once it is inside out (springs.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
@@ -25,7 +27,7 @@
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
-    || !defined(PS_MAX_CORRECTION_SPEED)
+    || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 

@@ -118,6 +118,7 @@ void ps_area_springs(double *force, const double *pos, const double *vel,
         rate = rate + gcx * vel[c];
         rate = rate + gcy * vel[c + 1];
         double s = -(stiffness[j] * (area - rest_area[j]) + damping[j] * rate);
+        if (area < 0.0) s = s - PS_INVERSION_GAIN * stiffness[j] * area;
         force[a] += s * gax;
         force[a + 1] += s * gay;
         force[b] += s * gbx;

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from pysoft._constants import CAPSULE, MIN_LENGTH, POLYTOPE
+from pysoft._constants import CAPSULE, INVERSION_GAIN, MIN_LENGTH, POLYTOPE
 
 F64 = NDArray[np.float64]
 I32 = NDArray[np.int32]
 
-__all__ = ["CAPSULE", "F64", "I32", "MIN_LENGTH", "POLYTOPE", "dot", "ranges"]
+__all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "dot", "ranges"]
 
 
 def dot(a: F64, b: F64, dim: int) -> F64:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft.twins._common import F64, I32, MIN_LENGTH, dot
+from pysoft.twins._common import F64, I32, INVERSION_GAIN, MIN_LENGTH, dot
 
 
 def springs(
@@ -46,4 +46,5 @@ def area_springs(
         for axis in range(2):
             rate = rate + g[:, corner, axis] * v[:, corner, axis]
     s = -(stiffness[:m] * (area - rest_area[:m]) + damping[:m] * rate)
+    s = np.where(area < 0.0, s - INVERSION_GAIN * stiffness[:m] * area, s)
     np.add.at(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, 2))
