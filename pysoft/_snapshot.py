@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pysoft import _validate
 from pysoft.features import Features
 
 MAGIC = b"PYSOFT\x00S"
@@ -114,7 +115,7 @@ INF = float("inf")
 # falloff of 2**31 - 1 into a world.
 _ANY, _NONNEG, _UNIT = (-INF, INF), (0.0, INF), (0.0, 1.0)
 RULES: dict[str, tuple[float, float]] = {
-    "particles.mass": (0.0, INF), "particles.inv_mass": _NONNEG, "particles.radius": _NONNEG,
+    "particles.mass": (_validate.MIN_MASS, INF), "particles.inv_mass": _NONNEG, "particles.radius": _NONNEG,
     "particles.friction": _NONNEG, "particles.restitution": _UNIT,
     "springs.rest_length": _NONNEG, "springs.stiffness": _NONNEG, "springs.damping": _NONNEG,
     "area_springs.stiffness": _NONNEG, "area_springs.damping": _NONNEG,
@@ -143,8 +144,6 @@ def _check_values(arrays: dict[str, np.ndarray], time: float) -> None:
             bad = np.isnan(arr) | (arr < low) | (arr > high)
             if name not in _INFINITE_OK:
                 bad |= np.isinf(arr)
-            elif low == 0.0:
-                bad |= arr == 0.0  # a mass is > 0
         else:
             bad = (arr < low) | (arr > high)
         if bad.any():

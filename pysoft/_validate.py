@@ -61,6 +61,17 @@ def reach(name: str, value: Any) -> float:
     return out
 
 
+def extent(name: str, points: np.ndarray) -> float:
+    """The largest span of ``points`` (n, dim) along an axis; ValueError naming ``name`` if
+    its square overflows (a shape's kernels square its sizes: beyond about 1e154 m they
+    would get inf and NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = float(np.max(np.ptp(points, axis=0))) if len(points) else 0.0
+        if not math.isfinite(span * span):
+            raise ValueError(f"{name}: the shape is too large ({span:.3g} m across)")
+    return span
+
+
 def unit_interval(name: str, value: Any) -> float:
     """A number in [0, 1]."""
     out = finite(name, value)
@@ -69,11 +80,16 @@ def unit_interval(name: str, value: Any) -> float:
     return out
 
 
+# kg: the lightest particle; 1 / mass is then finite (below about 5.6e-309 it is inf, and a
+# subnormal mass gave its particle an infinite acceleration)
+MIN_MASS = 1e-300
+
+
 def mass(name: str, value: Any) -> float:
-    """A mass: > 0, and ``inf`` allowed (an immovable particle)."""
+    """A mass: >= MIN_MASS, and ``inf`` allowed (an immovable particle)."""
     out = real(name, value)
-    if math.isnan(out) or not out > 0.0:
-        raise ValueError(f"{name} must be > 0 (inf for immovable), got {out}")
+    if math.isnan(out) or not out >= MIN_MASS:
+        raise ValueError(f"{name} must be >= {MIN_MASS:g} kg (inf for immovable), got {out}")
     return out
 
 

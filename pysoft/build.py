@@ -48,6 +48,9 @@ BRACE = 0.25  # a box's skip-one brace springs, as a fraction of its lattice spr
 ROLLING_RESISTANCE = 0.1
 MAX_MESH_POINTS = 100_000  # interior particles build.polygon will make
 MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares every pair of edges)
+MAX_BODY_PARTICLES = 100_000  # particles any builder makes (build.polygon: MAX_MESH_POINTS inside)
+MAX_BODY_SPRINGS = 1_000_000  # springs any builder makes (a blob joins every pair)
+MIN_SPACING = 1e-6  # m: the closest two particles a builder places (its springs need a direction)
 
 
 def grid_pairs(nx: int, ny: int) -> np.ndarray:
@@ -308,6 +311,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     if not (w > 0 and h > 0):
         raise ValueError("size must be > 0 in both directions")
     nx, ny = _cells(cells)
+    _count("cells", nx * ny, 6 * nx * ny)
     m = validate.positive("mass", mass) / (nx * ny)
     k, d = _spring_defaults(m, stiffness, damping)
     gx, gy = np.linspace(-w / 2, w / 2, nx), np.linspace(-h / 2, h / 2, ny)
@@ -318,7 +322,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
              np.stack([idx[:-2, :].ravel(), idx[2:, :].ravel()], 1)]  # and along columns
     grid = grid_pairs(nx, ny)
     pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
-    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
+    entities = _add(world, pos, m, particle_radius, "center, size", pairs)
     if amount is None:
         amount = _default_amount(mass, w * h)
     a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles
@@ -335,12 +339,33 @@ def _ring(center: Sequence[float], radius: float, segments: int, mass: float) ->
     c = validate.vector("center", center, 2)
     r = validate.positive("radius", radius)
     n = validate.integer("segments", segments, 3)
+    _count("segments", n, 3 * n)
     t = 2 * np.pi * np.arange(n) / n
     return c + r * np.stack([np.cos(t), np.sin(t)], axis=1), validate.positive("mass", mass) / n
 
 
-def _add(world: World, pos: np.ndarray, m: float, particle_radius: float) -> np.ndarray:
-    return np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
+def _count(names: str, particles: int, springs: int = 0) -> None:
+    """Refuse, before anything is made, a body of more particles or springs than a builder makes."""
+    if particles > MAX_BODY_PARTICLES or springs > MAX_BODY_SPRINGS:
+        raise ValueError(f"{names}: {particles:,} particles and {springs:,} springs is more than a "
+                         f"builder makes (at most {MAX_BODY_PARTICLES:,} and {MAX_BODY_SPRINGS:,})")
+
+
+def _add(world: World, pos: np.ndarray, m: float, particle_radius: float, names: str,
+         pairs: np.ndarray, pinned: Any = False) -> np.ndarray:
+    """Add the body's particles (mass ``m`` each) once its shape, which the arguments ``names``
+    set, can be simulated: no two particles a spring ``pairs`` joins closer than MIN_SPACING
+    (nor rounded onto each other far from the origin), no size whose square overflows."""
+    validate.extent(names, pos)
+    d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
+    closest = float(np.hypot(d[:, 0], d[:, 1]).min()) if len(d) else math.inf
+    if not closest >= MIN_SPACING:
+        raise ValueError(f"{names}: the body's particles would be {closest:.3g} m apart "
+                         f"(at least {MIN_SPACING:g} m)")
+    if not m >= validate.MIN_MASS:
+        raise ValueError(f"mass: {m:.3g} kg per particle is less than {validate.MIN_MASS:g} kg")
+    return np.asarray(world.add_particles(pos, masses=m, radii=particle_radius, pinned=pinned),
+                      dtype=np.int64)
 
 
 def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -371,14 +396,14 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     if validate.integer("segments", segments, 3) < 4:
         raise ValueError(f"segments must be >= 4 for a circle, got {segments}")
     n_rings = validate.integer("rings", rings, 0)
+    _count("segments, rings", segments * max(n_rings, 1) + min(n_rings, 1), 4 * segments * max(n_rings, 1))
     if n_rings:  # a filled disc's gas keeps its lattice, as a box's does
         models = _framed(models)
     pos, m = _ring(center, radius, segments, mass)
     r, n = float(radius), len(pos)
     i = np.arange(n)
     triangles = None
-    if amount is None:
-        amount = _default_amount(mass, abs(signed_area(pos)))
+    ring_area = abs(signed_area(pos))
     if n_rings == 0:  # a ring (a gas bag: its outline alone, see _finish)
         pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
                                 np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
@@ -406,7 +431,9 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
         pairs, triangles = np.concatenate(pairs_list), np.concatenate(tris)
         outline = ring[-1]
     k_, d_ = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, pos, m, particle_radius)
+    entities = _add(world, pos, m, particle_radius, "center, radius, segments", pairs)
+    if amount is None:
+        amount = _default_amount(mass, ring_area)
     return _finish(world, entities, outline, pairs, models, k_, d_, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance=compliance,
                    body=body, max_strain=tear, skin=_skin(models, m, stiffness, damping))
@@ -439,9 +466,10 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     pos, m = _ring(center, radius, segments, mass)
     i = np.arange(len(pos))
     k, d = _spring_defaults(m, stiffness, damping)
+    entities = _add(world, pos, m, particle_radius, "center, radius, segments",
+                    np.stack([i, np.roll(i, -1)], 1))
     if amount is None:
         amount = _default_amount(mass, abs(signed_area(pos)))
-    entities = _add(world, pos, m, particle_radius)
     return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
                    (0.0, 0.0), wobble_damping, body=body, max_strain=tear,
                    skin=(m, s, damping) if stiffness is None else None)
@@ -459,12 +487,13 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
     tear = _tear(max_strain, {"springs"})
     _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
     pos, _ = _ring(center, radius, segments, mass)
-    m = float(mass) / (len(pos) + 1)
+    n = len(pos) + 1
+    _count("segments", n, n * (n - 1) // 2)
+    m = float(mass) / n
     k, d = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, np.concatenate([pos, validate.vector("center", center, 2)[None]]), m,
-                    particle_radius)
-    n = len(entities)
     a, b = np.triu_indices(n, 1)
+    entities = _add(world, np.concatenate([pos, validate.vector("center", center, 2)[None]]), m,
+                    particle_radius, "center, radius, segments", np.stack([a, b], 1))
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
     world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1),
                       max_strain=tear)
@@ -493,6 +522,7 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     a = validate.vector("start", start, 2)
     b = validate.vector("end", end, 2)
     n = validate.integer("segments", segments, 1) + 1
+    _count("segments", n, 2 * n)
     for p in pin:
         if p not in ("start", "end"):
             raise ValueError(f"pin may hold 'start' and 'end', got {p!r}")
@@ -501,9 +531,9 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     t = np.linspace(0.0, 1.0, n)[:, None]
     pinned = np.zeros(n, dtype=bool)
     pinned[0], pinned[-1] = "start" in pin, "end" in pin
-    entities = np.asarray(world.add_particles(a + t * (b - a), masses=m, radii=particle_radius,
-                                              pinned=pinned), dtype=np.int64)
     i = np.arange(n - 1)
+    entities = _add(world, a + t * (b - a), m, particle_radius, "start, end, segments",
+                    np.stack([i, i + 1], 1), pinned)
     links = entities[np.stack([i, i + 1], 1)]
     if model == "xpbd":
         world.add_distance_constraints(links, validate.nonnegative("compliance", compliance))
@@ -543,6 +573,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     if not (w > 0 and h > 0):
         raise ValueError("size must be > 0 in both directions")
     nx, ny = _cells(cells)
+    _count("cells", nx * ny, 4 * nx * ny)
     idx = np.arange(nx * ny).reshape(ny, nx)
     if isinstance(pin, str):
         chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
@@ -559,10 +590,10 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     pos = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2) + c
     pinned = np.zeros(nx * ny, dtype=bool)
     pinned[pinned_rows] = True
-    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius, pinned=pinned),
-                          dtype=np.int64)
+    pairs = grid_pairs(nx, ny)
+    entities = _add(world, pos, m, particle_radius, "center, size", pairs, pinned)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
-    return _finish(world, entities, outline, grid_pairs(nx, ny), {model}, k, d, None, (0.0, 0.0),
+    return _finish(world, entities, outline, pairs, {model}, k, d, None, (0.0, 0.0),
                    compliance=compliance, body=body, max_strain=tear)
 
 
@@ -606,6 +637,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         v = _subdivide(v, step)
     if len(v) > MAX_OUTLINE_POINTS:
         raise ValueError(f"vertices must be at most {MAX_OUTLINE_POINTS:,} points, got {len(v)}")
+    validate.extent("vertices", v)
     area = signed_area(v)
     if not abs(area) > 0.0:
         raise ValueError("vertices enclose no area")
@@ -624,7 +656,7 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
                                               outline_edges, _braces(tri)]), axis=1), axis=0)
     m = validate.positive("mass", mass) / len(pos)
     k, d = _spring_defaults(m, stiffness, damping)
-    entities = np.asarray(world.add_particles(pos, masses=m, radii=particle_radius), dtype=np.int64)
+    entities = _add(world, pos, m, particle_radius, "vertices, segment, spacing", edges)
     if amount is None:
         amount = _default_amount(mass, abs(area))
     return _finish(world, entities, ring, edges, models, k, d, amount,

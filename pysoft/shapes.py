@@ -133,6 +133,7 @@ class Sphere:
 def _ball(center: Any, radius: float, dim: int) -> Geometry:
     c = validate.vector("center", center, dim)
     r = validate.positive("radius", radius)
+    validate.extent("radius", np.array([[-r], [r]]))
     return _capsule(c, np.zeros(dim), np.zeros(dim), r)
 
 
@@ -148,6 +149,7 @@ class Segment:
         a = validate.vector("a", self.a, dim)
         b = validate.vector("b", self.b, dim)
         r = validate.positive("radius", self.radius)
+        validate.extent("a, b, radius", np.stack([a - r, a + r, b - r, b + r]))
         mid = 0.5 * (a + b)
         return _capsule(mid, a - mid, b - mid, r)
 
@@ -169,6 +171,7 @@ class Box:
         half = validate.vector("half_extents", self.half_extents, dim)
         if not (half > 0.0).all():
             raise ValueError(f"half_extents must be > 0, got {half.tolist()}")
+        validate.extent("half_extents", np.stack([-half, half]))
         angle = validate.finite("angle", self.angle)
         if dim == 2:
             if self.rotation is not None:
@@ -225,6 +228,7 @@ def signed_area(v: np.ndarray) -> float:
 
 def convex_ccw(v: np.ndarray) -> np.ndarray:
     """``v`` as a counter-clockwise convex outline; ValueError if it is not convex and simple."""
+    validate.extent("vertices", v)
     edges = np.roll(v, -1, axis=0) - v
     lengths = np.linalg.norm(edges, axis=1)
     if not (lengths > 1e-12 * max(1.0, float(np.abs(v).max()))).all():

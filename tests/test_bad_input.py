@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import pysoft
+from pysoft import build
 
 BACKENDS = ("c", "python")
 NAN = math.nan
@@ -197,6 +198,36 @@ CASES: list[tuple[str, Call, type[Exception], str]] = [
      ValueError, "position"),
     ("set-velocity-shape", lambda s: setattr(s.world.particle(s.p0), "velocity", (1.0, 2.0, 3.0)),
      ValueError, "velocity"),
+    # sizes, counts and masses a builder or a shape cannot simulate: before, each was built and
+    # blew up on the first step (NaN), raised ZeroDivisionError or MemoryError, or hung
+    ("subnormal-mass", lambda s: s.world.add_particle((0.0, 0.0), mass=1e-320), ValueError, "mass"),
+    ("subnormal-masses", lambda s: s.world.add_particles([(0.0, 0.0)], masses=1e-320),
+     ValueError, "masses"),
+    ("box-overflowing-size", lambda s: build.box(s.world, size=(1e308, 1e308)), ValueError, "size"),
+    ("box-far-away", lambda s: build.box(s.world, center=(1e200, 0.0)), ValueError, "center"),
+    ("box-tiny", lambda s: build.box(s.world, size=(1e-300, 1e-300)), ValueError, "size"),
+    ("box-subnormal-mass", lambda s: build.box(s.world, mass=1e-299), ValueError, "mass"),
+    ("box-huge-cells", lambda s: build.box(s.world, cells=(100_000, 100_000)), ValueError, "cells"),
+    ("circle-tiny", lambda s: build.circle(s.world, radius=1e-300), ValueError, "radius"),
+    ("circle-huge", lambda s: build.circle(s.world, radius=1e308), ValueError, "radius"),
+    ("circle-many-segments", lambda s: build.circle(s.world, segments=10**9), ValueError, "segments"),
+    ("circle-many-rings", lambda s: build.circle(s.world, rings=10**6), ValueError, "rings"),
+    ("ball-huge", lambda s: build.ball(s.world, radius=1e200), ValueError, "radius"),
+    ("blob-many-segments", lambda s: build.blob(s.world, segments=10**5), ValueError, "segments"),
+    ("rope-overflowing", lambda s: build.rope(s.world, end=(1e308, 0.0)), ValueError, "end"),
+    ("rope-many-segments", lambda s: build.rope(s.world, segments=10**8), ValueError, "segments"),
+    ("cloth-huge-cells", lambda s: build.cloth(s.world, cells=(10**5, 10**5)), ValueError, "cells"),
+    ("polygon-overflowing", lambda s: build.polygon(s.world, [(0.0, 0.0), (1e200, 0.0), (0.0, 1e200)]),
+     ValueError, "vertices"),
+    ("box-shape-overflowing", lambda s: s.world.add_collider(pysoft.Box((0.0, 0.0), (1e308, 1e308))),
+     ValueError, "half_extents"),
+    ("polygon-shape-overflowing",
+     lambda s: s.world.add_collider(pysoft.Polygon([(0.0, 0.0), (1e200, 0.0), (0.0, 1e200)])),
+     ValueError, "vertices"),
+    ("disc-overflowing", lambda s: s.world.add_collider(pysoft.Disc((0.0, 0.0), 1e308)),
+     ValueError, "radius"),
+    ("segment-overflowing", lambda s: s.world.add_collider(pysoft.Segment((0.0, 0.0), (1e308, 1e308))),
+     ValueError, "a, b"),
     # snapshots
     ("restore-garbage", lambda s: s.world.restore(b"garbage"), ValueError, "blob"),
     ("restore-not-bytes", lambda s: s.world.restore("garbage"), ValueError, "blob"),  # type: ignore[arg-type]

@@ -244,8 +244,8 @@ class Particles(Feature):
         vel = (np.zeros_like(pos) if velocities is None
                else _validate.array("velocities", velocities, (n, dim)))
         m = _validate.per_row("masses", masses, n)
-        if np.isnan(m).any() or (m <= 0.0).any():
-            raise ValueError("masses must be > 0 (inf for immovable)")
+        if np.isnan(m).any() or (m < _validate.MIN_MASS).any():
+            raise ValueError(f"masses must be >= {_validate.MIN_MASS:g} kg (inf for immovable)")
         r = _validate.nonnegative_rows("radii", radii, n)
         pin = np.asarray(pinned)
         if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
