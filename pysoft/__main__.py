@@ -150,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_bench.add_argument("--rounds", type=int, default=5)
     p_bench.add_argument("--json", default=None, help="also write the figures to this file")
     p_bench.add_argument("--markdown", action="store_true", help="also print the README's table")
+    p_bench.add_argument("--peers", action="store_true",
+                         help="also time the other engines installed (pymunk) on the same scene")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
@@ -186,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return render(args.scene, args.out, args.seconds, args.fps, args.size)
     from pysoft import bench
 
-    results = bench.run(tuple(args.sizes), args.rounds, args.json)
+    results = bench.run(tuple(args.sizes), args.rounds, args.json, peers=args.peers)
     if args.markdown:
         print("\n" + bench.markdown(results))
     return 0

@@ -1,0 +1,82 @@
+"""Other engines on the canonical scene, for ``python -m pysoft bench --peers``.
+
+Each peer builds the scene of a pysoft world made by ``scenes.boxes`` (the same
+particles, springs, masses and floor) in its own engine and returns a function
+that advances it one step of the world's ``dt``; the benchmark times it against
+``World.step`` in the same rounds. A peer whose package is not installed is
+skipped (the extra ``[peers]`` installs them). Each engine runs its own solver,
+as a user of it would: the figures compare what a game gets from each, not
+identical arithmetic. :func:`mean_height` is the scene check: after 2 s the
+boxes must have landed (their mean height near the settled 0.44 m), or the
+peer's figure does not count.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pysoft.world import World
+
+Step = Callable[[], None]
+Height = Callable[[], float]
+
+
+def _scene(world: World) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
+    """Positions, spring pairs, rest lengths, stiffness, damping and particle mass."""
+    P, S = world.store.particles, world.store.springs
+    return (P.view("pos").copy(), S.view("pairs").copy(), S.view("rest_length").copy(),
+            float(S.view("stiffness")[0]), float(S.view("damping")[0]), float(P.view("mass")[0]))
+
+
+def pymunk_peer(world: World) -> tuple[Step, Height]:
+    """pymunk (Chipmunk2D): a body per particle with a small circle that collides with the
+    floor only (one shape group), a ``DampedSpring`` per spring, a static floor segment of
+    the same restitution and friction; pymunk's own solver (10 iterations, its default)."""
+    import pymunk
+
+    pos, pairs, rest, k, c, mass = _scene(world)
+    space = pymunk.Space()
+    space.gravity = tuple(world.gravity)
+    floor = pymunk.Segment(space.static_body, (-1e4, -0.05), (1e4, -0.05), 0.05)
+    floor.friction, floor.elasticity = 0.5, 0.2
+    space.add(floor)
+    group = pymunk.ShapeFilter(group=1)  # particles do not collide with each other
+    bodies = []
+    for x, y in pos.tolist():
+        body = pymunk.Body(mass, pymunk.moment_for_circle(mass, 0.0, 0.01))
+        body.position = (x, y)
+        shape = pymunk.Circle(body, 0.01)
+        shape.friction, shape.elasticity, shape.filter = 0.5, 0.2, group
+        space.add(body, shape)
+        bodies.append(body)
+    for (a, b), r in zip(pairs.tolist(), rest.tolist(), strict=True):
+        space.add(pymunk.DampedSpring(bodies[a], bodies[b], (0, 0), (0, 0), r, k, c))
+    dt = world.dt
+    return (lambda: space.step(dt)), (lambda: float(np.mean([b.position.y for b in bodies])))
+
+
+PEERS: dict[str, Callable[[World], tuple[Step, Height]]] = {"pymunk": pymunk_peer}
+MODULES = {"pymunk": "pymunk"}
+
+
+def available() -> dict[str, Callable[[World], tuple[Step, Height]]]:
+    """The peers whose packages are installed."""
+    return {name: make for name, make in PEERS.items() if importlib.util.find_spec(MODULES[name])}
+
+
+def landed(height: float) -> bool:
+    """The scene check: the boxes are on the floor (mean particle height 0.35-0.55 m at 2 s;
+    pysoft's and the reference's settle at 0.437 m)."""
+    return 0.35 <= height <= 0.55
+
+
+def describe(results: list[dict[str, Any]]) -> list[str]:
+    """Report lines for the peers' figures."""
+    return [f"{r['peer']:>10} at {r['particles']} particles: {r['steps_per_s']:.1f} steps/s; pysoft "
+            f"is {r['pysoft_over_peer']:.1f}x faster; at 2 s mean height {r['height']:.3f} m"
+            + ("" if r["landed"] else " (the boxes did not land: the figure does not count)")
+            for r in results]
