@@ -378,7 +378,9 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
         friction: float = 0.5, restitution: float = 0.0,
         rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A ring with criss-cross springs (seed 002): each particle to its neighbours at 1 and 2
-    steps and to the opposite one.
+    steps and to the opposite one. A ring has no inside of its own: ``"springs"`` gets an area
+    spring on each edge and the particle across the ring, ``"xpbd"`` area constraints on a
+    triangulation of the ring (its mirror image is otherwise at rest too).
 
     With ``rings`` = N >= 1 it is a filled disc instead: a centre particle and N
     concentric rings of ``segments`` particles (radii radius k / N), joined by springs
@@ -408,7 +410,9 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
         pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
                                 np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
         outline = i
-        if not _gas_bag(models) and "xpbd" not in models:
+        if "xpbd" in models:  # area constraints on a triangulation of the ring give it an inside
+            triangles = _triangulate(pos, np.stack([i, (i + 1) % n], 1))
+        elif not _gas_bag(models):
             # a ring has no inside of its own: area springs on the triangles of each edge and the
             # particle across the ring give it one (those of a triangulation of the ring, thin
             # fans that tile it, jammed a mirrored ring into a three-pointed star)

@@ -8,6 +8,14 @@ from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, I32, MIN_LENGTH, dot
 
 
+def _follow(u: F64, du: F64) -> F64:
+    """The share f of a distance correction's change du of the ends' relative velocity u that
+    velocities follow: all of it up to MAX_CORRECTION_SPEED; when it opposes u, up to |u| more."""
+    most = np.where(du * u < 0.0, np.abs(u) + MAX_CORRECTION_SPEED, MAX_CORRECTION_SPEED)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(du) <= most, 1.0, most / np.abs(du))
+
+
 def xpbd_distance(
     pos: F64, vel: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64, compliance: F64,
     order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
@@ -25,10 +33,8 @@ def xpbd_distance(
         at = compliance[j] / hh
         s = (-(length - rest_length[j]) - at * lam[j]) / ((wa + wb) + at)
         lam[j] = lam[j] + s
-        speed = (wa + wb) * np.abs(s) * inv_h
-        with np.errstate(divide="ignore"):
-            f = np.where(speed > MAX_CORRECTION_SPEED, MAX_CORRECTION_SPEED / speed, 1.0)[:, None]
         g = d / length[:, None]
+        f = _follow(dot(vel[b] - vel[a], g, dim), (wa + wb) * s * inv_h)[:, None]
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
         vel[a], vel[b] = vel[a] - da * inv_h * f, vel[b] + db * inv_h * f
