@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return render(args.scene, args.out, args.seconds, args.fps, args.size)
     from pysoft import bench
 
-    results = bench.run(tuple(args.sizes), args.rounds, args.json, peers=args.peers)
+    results = bench.run(tuple(args.sizes), args.rounds, args.json, with_peers=args.peers)
     if args.markdown:
         print("\n" + bench.markdown(results))
     return 0

@@ -29,7 +29,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _kernels as kernels
-from pysoft import _native, _peers, scenes
+from pysoft import _native, peers, scenes
 from pysoft.features.colliders import Colliders
 from pysoft.features.gravity import Gravity
 from pysoft.features.particles import Particles
@@ -148,10 +148,10 @@ def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[
 
 
 def bench_peers(particles: int = 10_000, rounds: int = 3, steps: int = 20) -> list[dict[str, Any]]:
-    """Each installed peer engine (``pysoft._peers``) against ``World.step`` on the canonical
+    """Each installed peer engine (``pysoft.peers``) against ``World.step`` on the canonical
     scene, interleaved; then the peer runs on to 2 s for the scene check."""
     out = []
-    for name, make in _peers.available().items():
+    for name, make in peers.available().items():
         world = scenes.boxes(particles)
         step, height = make(scenes.boxes(particles))
         t = _rounds({"pysoft": world.step, name: step}, steps, rounds)
@@ -160,7 +160,7 @@ def bench_peers(particles: int = 10_000, rounds: int = 3, steps: int = 20) -> li
         h = height()
         out.append({"peer": name, "particles": world.store.particles.n, "steps_per_s": 1.0 / t[name],
                     "pysoft_steps_per_s": 1.0 / t["pysoft"], "pysoft_over_peer": t[name] / t["pysoft"],
-                    "height": h, "landed": _peers.landed(h)})
+                    "height": h, "landed": peers.landed(h)})
     return out
 
 
@@ -423,7 +423,7 @@ def machine() -> str:
 
 def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
         json_path: str | None = None, echo: Callable[[str], Any] = print,
-        peers: bool = False) -> dict[str, Any]:
+        with_peers: bool = False) -> dict[str, Any]:
     """Run the whole benchmark, print a report and return the figures."""
     _native.require()
     echo(f"pysoft bench -- {time.strftime('%Y-%m-%d')} -- {machine()}")
@@ -479,10 +479,10 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
     for k in bench_kernels(rounds=max(1, rounds // 2)):
         results["kernels"].append(k)
         echo(f"{k['kernel']:>18} {k['c_ns']:>8.2f} {k['numpy_ns']:>8.2f} {k['ratio']:>7.1f}")
-    if peers:
+    if with_peers:
         results["peers"] = bench_peers(rounds=max(1, rounds // 2))
         echo("\npeers on the canonical scene (10k particles), in the same rounds as World.step:")
-        for line in _peers.describe(results["peers"]) or ["(none installed: pip install pysoft[peers])"]:
+        for line in peers.describe(results["peers"]) or ["(none installed: pip install pysoft[peers])"]:
             echo(line)
     if json_path:
         with open(json_path, "w") as fh:
