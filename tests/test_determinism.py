@@ -9,6 +9,7 @@ backends must produce the same bytes too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 
 import pysoft
+from pysoft import scenes
 from pysoft._snapshot import _HEADER, FORMAT_VERSION, _digest
 
 BACKENDS = ("c", "python")
@@ -372,3 +374,34 @@ def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:
     saved = [n for n in names if not n.endswith(".ends")]
     assert FORMAT_VERSION in LAYOUT, "a new FORMAT_VERSION needs its layout pinned here"
     assert saved == LAYOUT[FORMAT_VERSION], "the snapshot layout changed: bump FORMAT_VERSION"
+
+
+def _draped_cloth() -> pysoft.World:
+    """build.cloth's default (XPBD) spawned over a disc: falls onto it and the floor."""
+    w = pysoft.World()
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    w.add_collider(pysoft.Disc((0.3, 0.8), 0.25), friction=0.3)
+    pysoft.build.cloth(w, center=(0.0, 1.5), size=(1.2, 1.2), cells=(12, 12), pin="none")
+    return w
+
+
+# sha256 (first 16 hex digits) of the positions' then the velocities' bytes after 10,000
+# steps. They hold at -O0 and -O3 (CI builds both) and on every machine with IEEE doubles:
+# kernels in a fixed order, no FMA contraction, no -ffast-math. A change that moves any
+# bit of these trajectories must change them here, on purpose.
+PINNED: dict[str, tuple[str, Callable[[], pysoft.World], str]] = {
+    "boxes": ("canonical scene, 1,000 particles, 1/240 s", lambda: scenes.boxes(1000), "c7c716720c3fa572"),
+    "demo": ("the demo pile, 60 Hz x 8 substeps", scenes.demo, "7a647438db43778e"),
+    "cloth": ("an XPBD cloth draped over a disc", _draped_cloth, "aba231535636b296"),
+}
+
+
+@pytest.mark.parametrize("name", list(PINNED))
+def test_the_state_after_10000_steps_has_its_pinned_hash(name: str) -> None:
+    _, make, pinned = PINNED[name]
+    w = make()
+    for _ in range(10_000):
+        w.step()
+    digest = hashlib.sha256(np.ascontiguousarray(w.positions).tobytes()
+                            + np.ascontiguousarray(w.velocities).tobytes()).hexdigest()[:16]
+    assert digest == pinned, f"{name}: {digest}"
