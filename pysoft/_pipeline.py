@@ -101,8 +101,11 @@ class Settings:
     particle_collisions = _validate.Checked(
         _validate.flag, "Whether free particles with a radius collide with bodies and each other.")
     on_instability = _validate.Checked(
-        _validate.choice(("raise", "warn", "ignore")),
-        '''"raise" (InstabilityError), "warn" (RuntimeWarning) or "ignore".''')
+        _validate.choice(("raise", "warn", "clamp", "ignore")),
+        '''What a particle that goes non-finite or faster than ``max_speed`` does: "raise"
+        (InstabilityError at the frame's end), "warn" (RuntimeWarning), "clamp" (at the end of
+        every substep it is slowed to max_speed, or put back at rest at its substep's start if
+        not finite; the step completes and a RuntimeWarning counts them) or "ignore".''')
 
     @property
     def gravity(self) -> np.ndarray:

@@ -314,6 +314,14 @@ def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str
     return {"pos": p["pos"], "vel": p["vel"], "max_speed": 40.0}
 
 
+def sample_clamp_speeds(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    args = sample_find_unstable(rng, n, dim)
+    prev = vec(rng, n, dim)
+    if n > 4:
+        prev[n - 1, 0] = np.nan  # a row whose start is not finite either
+    return {**args, "prev_pos": prev}
+
+
 def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     """Overlapping rings (closed bodies, some self-colliding), an open chain, particles
     shared by two bodies and free particles with radii, moving from where they were at
@@ -480,6 +488,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_volume": sample_xpbd_volume,
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
+    "clamp_speeds": sample_clamp_speeds,
     "body_contacts": sample_body_contacts,
     "edge_collide": sample_edge_collide,
 }

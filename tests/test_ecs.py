@@ -555,6 +555,43 @@ def test_instability_warns_by_policy(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_instability_clamps_by_policy(backend: str) -> None:
+    """The stiff pair under "clamp": every substep of 100 frames, particles faster than
+    max_speed are slowed to it; the world stays finite with no particle faster than max_speed
+    (to 1e-12 relative), the steps complete (time 100 frames), and each frame that clamped
+    warns with the count and the first particle. Under "raise" the first frame raises."""
+    w, a, b = _unstable(backend, "clamp")
+    w.max_speed = 20.0
+    with pytest.warns(RuntimeWarning, match="clamped") as record:
+        for _ in range(100):
+            w.step()
+            assert np.isfinite(w.positions).all() and np.isfinite(w.velocities).all()
+            assert float(np.linalg.norm(w.velocities, axis=1).max()) <= 20.0 * (1 + 1e-12)
+    assert w.time == pytest.approx(100 / 60)
+    assert any(f"particle {a}" in str(r.message) or f"particle {b}" in str(r.message) for r in record)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clamp_puts_a_non_finite_particle_back_at_rest(backend: str) -> None:
+    """A user system writes NaN into one particle's velocity between two stages: "clamp" puts
+    it back where its substep began, at rest; the others are untouched by the clamp."""
+    w = pysoft.World(backend=backend, gravity=(0.0, 0.0), on_instability="clamp")
+    p = w.add_particle((1.0, 2.0), velocity=(0.5, 0.0))
+    q = w.add_particle((3.0, 2.0), velocity=(0.0, 0.25))
+
+    class Poison(esper.Processor):
+        def process(self, h: float) -> None:
+            w.velocities[w.row(p)] = (float("nan"), 0.0)
+
+    w.add_system(Poison(), priority=350)  # after the integrator, before the constraints
+    with pytest.warns(RuntimeWarning, match=f"clamped 8 particle-substeps .* particle {p}"):
+        w.step()
+    assert w.particle(p).velocity.tolist() == [0.0, 0.0]
+    assert np.isfinite(w.particle(p).position).all()
+    assert w.particle(q).velocity.tolist() == [0.0, 0.25]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_stable_scene_does_not_report(backend: str) -> None:
     w = pysoft.World(backend=backend)
     build_grid(w)

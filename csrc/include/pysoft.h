@@ -151,6 +151,8 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
 const char *ps_compile_flags(void);
 int ps_find_unstable(const double *pos, const double *vel, int n, int dim,
                      double max_speed);
+int ps_clamp_speeds(double *pos, double *vel, const double *prev_pos, int n, int dim,
+                    double max_speed);
 
 /* reference.c (the benchmark's yardstick, not an engine pass) */
 void ps_reference_steps(double *x, double *y, double *vx, double *vy, double *fx, double *fy,

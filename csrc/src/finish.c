@@ -4,6 +4,13 @@
  * whose position or velocity is not finite or whose speed exceeds max_speed
  * (compared squared: |v|^2 > max_speed^2, sum left to right), or -1. The
  * world reports that row's entity instead of letting NaN spread silently.
+ *
+ * ps_clamp_speeds (on_instability="clamp") repairs what the scan finds, in
+ * index order: a particle whose position or velocity is not finite goes back
+ * to its substep's start (prev_pos; the origin along an axis where that is not
+ * finite either) at rest; one faster than max_speed has its velocity scaled to
+ * exactly that speed (v *= max_speed / |v|, |v|^2 summed left to right).
+ * Returns the number of particles changed.
  */
 #include <math.h>
 #include "internal.h"
@@ -30,4 +37,33 @@ int ps_find_unstable(const double *pos, const double *vel, int n, int dim,
         if (!finite || v2 > limit) return i;
     }
     return -1;
+}
+
+int ps_clamp_speeds(double *pos, double *vel, const double *prev_pos, int n, int dim,
+                    double max_speed)
+{
+    double limit = max_speed * max_speed;
+    int changed = 0;
+    for (int i = 0; i < n; i++) {
+        double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
+        const double *p = prev_pos + (long)i * dim;
+        double v2 = 0.0;
+        int finite = 1;
+        for (int c = 0; c < dim; c++) {
+            finite &= isfinite(x[c]) && isfinite(v[c]);
+            v2 = v2 + v[c] * v[c];
+        }
+        if (!finite) {
+            for (int c = 0; c < dim; c++) {
+                x[c] = isfinite(p[c]) ? p[c] : 0.0;
+                v[c] = 0.0;
+            }
+            changed++;
+        } else if (v2 > limit) {
+            double s = max_speed / sqrt(v2);
+            for (int c = 0; c < dim; c++) v[c] = v[c] * s;
+            changed++;
+        }
+    }
+    return changed;
 }

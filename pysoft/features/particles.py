@@ -56,6 +56,8 @@ register(
            ("n", "dim"), ("h",), ("vel",)),
     Kernel("find_unstable", "finish", (Arg("pos", _P), Arg("vel", _P)), ("n", "dim"),
            ("max_speed",), ()),
+    Kernel("clamp_speeds", "finish", (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P)),
+           ("n", "dim"), ("max_speed",), ("pos", "vel")),
 )
 
 
@@ -157,26 +159,43 @@ class Integrators:
 
 
 class InstabilityScan:
-    """At the end of a frame, report the first particle that went non-finite or too fast."""
+    """At the end of a frame, report the first particle that went non-finite or too fast; with
+    ``on_instability="clamp"``, at the end of every substep, repair what it finds."""
 
     def __init__(self, ctx: Context, P: Table) -> None:
         self.ctx, self.P = ctx, P
-        self.find_unstable = ctx.bind("find_unstable", pos=P.arrays["pos"], vel=P.arrays["vel"])
+        a = P.arrays
+        self.find_unstable = ctx.bind("find_unstable", pos=a["pos"], vel=a["vel"])
+        self.clamp_speeds = ctx.bind("clamp_speeds", pos=a["pos"], vel=a["vel"], prev_pos=a["prev_pos"])
+        self.clamped = 0  # particles clamped so far this frame
+        self.first = -1  # the entity of the first of them
 
-    def probe(self) -> tuple[int, Callable[[], Any]]:
-        n = self.P.n
-        return n, functools.partial(self.find_unstable, n, self.ctx.dim, self.ctx.settings._max_speed)
+    def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        n, dim, top = self.P.n, self.ctx.dim, self.ctx.settings._max_speed
+        return {"find_unstable": (n, functools.partial(self.find_unstable, n, dim, top)),
+                "clamp_speeds": (n, functools.partial(self.clamp_speeds, n, dim, top))}
 
     def run(self, h: float) -> None:
-        s = self.ctx.settings
-        if not self.ctx.pipeline.last_substep or s._on_instability == "ignore":
+        s, pipeline = self.ctx.settings, self.ctx.pipeline
+        clamp = s._on_instability == "clamp"
+        if s._on_instability == "ignore" or not (clamp or pipeline.last_substep):
             return
         row = int(self.find_unstable(self.P.n, self.ctx.dim, s._max_speed))
+        end = pipeline.time + (pipeline.substep + 1) * h  # this substep's end
+        if clamp:
+            if row >= 0:
+                self.first = int(self.P.arrays["entity"][row]) if self.clamped == 0 else self.first
+                self.clamped += int(self.clamp_speeds(self.P.n, self.ctx.dim, s._max_speed))
+            if pipeline.last_substep and self.clamped:
+                message = (f"clamped {self.clamped} particle-substeps to max_speed {s._max_speed:g} m/s "
+                           f"this frame (the first: particle {self.first}) by t={end:.6g} s")
+                self.clamped, self.first = 0, -1
+                warnings.warn(message, RuntimeWarning, stacklevel=6)
+            return
         if row < 0:
             return
         entity = int(self.P.arrays["entity"][row])
         p, v = self.P.arrays["pos"][row], self.P.arrays["vel"][row]
-        end = self.ctx.pipeline.time + (self.ctx.pipeline.substep + 1) * h  # this frame's end
         message = (f"particle {entity} (row {row}) went unstable by t={end:.6g} s: "
                    f"position {p.tolist()}, velocity {v.tolist()}")
         if s._on_instability == "raise":
@@ -213,7 +232,7 @@ class Particles(Feature):
         ctx.pipeline.finish.append(self.scan)
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
-        return {**self.integrators.probes(), "find_unstable": self.scan.probe()}
+        return {**self.integrators.probes(), **self.scan.probes()}
 
     # -- public API -----------------------------------------------------------
 

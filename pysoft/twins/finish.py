@@ -15,3 +15,19 @@ def find_unstable(pos: F64, vel: F64, n: int, dim: int, max_speed: float) -> int
         bad = ~finite | (dot(v, v, dim) > max_speed * max_speed)
     rows = np.flatnonzero(bad)
     return int(rows[0]) if len(rows) else -1
+
+
+def clamp_speeds(pos: F64, vel: F64, prev_pos: F64, n: int, dim: int, max_speed: float) -> int:
+    """Non-finite rows back to prev_pos (0 where that is not finite) at rest; rows faster than
+    max_speed scaled to it. Returns the number of rows changed."""
+    x, v, p = pos[:n], vel[:n], prev_pos[:n]
+    finite = np.isfinite(x).all(axis=1) & np.isfinite(v).all(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v2 = dot(v, v, dim)
+        fast = finite & (v2 > max_speed * max_speed)
+        scale = max_speed / np.sqrt(v2[fast])
+    bad = ~finite
+    x[bad] = np.where(np.isfinite(p[bad]), p[bad], 0.0)
+    v[bad] = 0.0
+    v[fast] = v[fast] * scale[:, None]
+    return int(bad.sum() + fast.sum())
