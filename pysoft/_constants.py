@@ -31,7 +31,11 @@ MAX_CORRECTION_SPEED = 3.0
 # gains this many times k times the inverted area (zero at A = 0, so the force is continuous)
 INVERSION_GAIN = 2.0
 
+# Spatial hash cells: |cell coordinates| are clamped here (a NaN or infinite coordinate gets
+# the lowest or highest cell rather than an undefined conversion; contacts.c)
+CELL_LIMIT = 1073741824.0
+
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
-            "PS_INVERSION_GAIN": INVERSION_GAIN}
+            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_CELL_LIMIT": CELL_LIMIT}

@@ -185,5 +185,14 @@ def bind(name: str, backend: str, **arrays: np.ndarray) -> Callable[..., Any]:
 
 
 def call(name: str, backend: str, *scalars: float, **arrays: np.ndarray) -> Any:
-    """Check and run one kernel over whole arrays."""
+    """Check and run one kernel over whole arrays. Its scalars must be finite real numbers, and
+    a substep ``h`` > 0 (a World passes nothing else)."""
+    kernel = REGISTRY[name]
+    if len(scalars) != len(kernel.scalars):
+        raise ValueError(f"{name}: takes scalars {kernel.scalars}, got {len(scalars)}")
+    for scalar, value in zip(kernel.scalars, scalars, strict=True):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value) or (scalar == "h" and not value > 0):
+            raise ValueError(f"{name}: {scalar} must be a finite number{' > 0' if scalar == 'h' else ''}, "
+                             f"got {value!r}")
     return bind(name, backend, **arrays)(*scalars)

@@ -562,8 +562,8 @@ def test_instability_clamps_by_policy(backend: str) -> None:
     warns with the count and the first particle. Under "raise" the first frame raises."""
     w, a, b = _unstable(backend, "clamp")
     w.max_speed = 20.0
-    with pytest.warns(RuntimeWarning, match="clamped") as record:
-        for _ in range(100):
+    with pytest.warns(RuntimeWarning, match="clamped") as record, np.errstate(all="ignore"):
+        for _ in range(100):  # (the twins' overflows in this stiff pair are not the test's)
             w.step()
             assert np.isfinite(w.positions).all() and np.isfinite(w.velocities).all()
             assert float(np.linalg.norm(w.velocities, axis=1).max()) <= 20.0 * (1 + 1e-12)

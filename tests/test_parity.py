@@ -153,3 +153,46 @@ def test_wrapper_rejects_bad_arrays_before_c(backend: str) -> None:
     bad_pairs[0, 0] = 5
     with pytest.raises(ValueError, match="pairs holds rows outside"):
         _kernels.bind("springs", backend, **{**arrays, "pairs": bad_pairs})
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_one_off_call_checks_its_scalars(backend: str) -> None:
+    """Found by fuzzing: h = 0 gave ZeroDivisionError from the twin and inf from C; a one-off
+    call now refuses a non-finite scalar, or h <= 0, naming it."""
+    args = SAMPLERS["xpbd_velocity"](np.random.default_rng(0), 5, 2)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="h must be"):
+            _kernels.call("xpbd_velocity", backend, bad, **arrays_of("xpbd_velocity", args))
+    with pytest.raises(ValueError, match="max_speed must be"):
+        _kernels.call("find_unstable", backend, float("nan"),
+                      **arrays_of("find_unstable", SAMPLERS["find_unstable"](np.random.default_rng(0), 5, 2)))
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_one_off_call_checks_that_batches_are_independent(backend: str) -> None:
+    """Found by fuzzing: two constraints of one batch that share a particle (the solver's
+    batches are independent by contract) made C (sequential) and the twin (a batch at once)
+    disagree; a one-off call refuses them."""
+    args = SAMPLERS["xpbd_distance"](np.random.default_rng(0), 8, 2)
+    arrays = arrays_of("xpbd_distance", args)
+    order, start = arrays["order"], arrays["batch_start"]
+    first = order[start[0]:start[1]]
+    assert len(first) >= 2
+    pairs = arrays["pairs"].copy()
+    pairs[first[1], 0] = pairs[first[0], 0]  # the batch's second constraint shares a particle
+    if pairs[first[1], 0] == pairs[first[1], 1]:
+        pairs[first[1], 1] = pairs[first[0], 1]
+    with pytest.raises(ValueError, match="share a particle"):
+        _kernels.call("xpbd_distance", backend, *scalars_of("xpbd_distance", args),
+                      **{**arrays, "pairs": pairs})
+
+
+def test_body_contacts_twin_takes_a_nan_position_as_c_does() -> None:
+    """Found by fuzzing: a NaN position (a world that went unstable within a frame) raised
+    ValueError from the twin's cell (math.floor of NaN) where C clamps the cell; and the
+    twin's sqrt of a negative friction product raised where C's gives NaN. Both run now."""
+    for backend in ("c", "python"):
+        args = SAMPLERS["body_contacts"](np.random.default_rng(0), 9, 2)
+        args["pos"][0, 0] = np.nan
+        _kernels.call("body_contacts", backend, *scalars_of("body_contacts", args),
+                      **arrays_of("body_contacts", args))

@@ -85,7 +85,6 @@
 #define PS_CLOSED 1
 #define PS_SELF 2
 #define PS_SHARED (-2)
-#define PS_CELL_LIMIT 1073741824.0 /* |cell coordinates| are clamped here */
 #define PS_MAX_PUSHOUT 1.0 /* m/s: the speed at which an overlap met at rest is undone */
 /* A crossing this far (a fraction of the edge) past an edge's end still counts: a corner
  * that meets a corner enters through both edges, and the head-on rule picks one. */

@@ -18,7 +18,8 @@
  *   PS_MAX_CORRECTION_SPEED   the most velocity one XPBD correction gives a
  *                   particle (constraints.c);
  *   PS_INVERSION_GAIN   how much harder an area spring pushes its triangle back
- *                   once it is inside out (springs.c).
+ *                   once it is inside out (springs.c);
+ *   PS_CELL_LIMIT   |spatial hash cell coordinates| are clamped here (contacts.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
@@ -27,7 +28,8 @@
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
-    || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN)
+    || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN) \
+    || !defined(PS_CELL_LIMIT)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 

@@ -35,6 +35,8 @@ def _check_collide(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None
         raise ValueError(f"collide: kind must be {POLYTOPE} (polytope) or {CAPSULE} (capsule)")
     if (start < 0).any() or (count < 0).any() or (start.astype(np.int64) + count > sizes["nfaces"]).any():
         raise ValueError("collide: face_start/face_count reach outside face_normal")
+    if ((kind == POLYTOPE) & (count < 1)).any():  # (a half-space at least: it has no inside else)
+        raise ValueError("collide: face_count must be >= 1 for a polytope")
 
 
 _P, _S, _K = ("n", "dim"), ("n",), ("k",)

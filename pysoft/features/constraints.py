@@ -32,6 +32,13 @@ def _check_batches(index: str) -> Any:
             raise ValueError("order must be a permutation of the constraints")
         if len(start) < 1 or start[0] != 0 or start[-1] != m or (np.diff(start) < 0).any():
             raise ValueError("batch_start must rise from 0 to the constraint count")
+        if not m:
+            return
+        rows = arrays[index][order].reshape(m, -1).astype(np.int64)
+        batch = np.repeat(np.arange(len(start) - 1), np.diff(start))[:, None]
+        keys = (batch * max(sizes.get("n", 1), 1) + rows).ravel()
+        if len(np.unique(keys)) != keys.size:  # the solver's batches are independent by contract
+            raise ValueError(f"batch_start: two constraints of one batch share a particle ({index})")
 
     return check
 

@@ -94,7 +94,8 @@ def xpbd_volume(
         lam[j[ok]] = lam[j[ok]] + d_lam[ok]
         top = np.zeros(int(ok.sum()))
         for i in range(dim + 1):
-            top = np.maximum(top, w[ok, i] * w[ok, i] * g2s[i][ok])
+            v = w[ok, i] * w[ok, i] * g2s[i][ok]
+            top = np.where(v > top, v, top)  # C's `if (v > top)`: a NaN (inf * 0) is skipped
         speed2 = d_lam[ok] * d_lam[ok] * (inv_h * inv_h) * top
         with np.errstate(divide="ignore"):
             f = np.where(speed2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED,

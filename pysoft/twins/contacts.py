@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from pysoft._constants import CELL_LIMIT
 from pysoft.twins._common import F64, I32, MIN_LENGTH
 
 CLOSED, SELF, SHARED = 1, 2, -2
@@ -139,6 +140,22 @@ def _resolve(s: _Scene, i: int, a: int, b: int, t: float, nx: float, ny: float, 
     return 1
 
 
+def _cell(x: float, cell: float) -> int:
+    """floor(x / cell), clamped to +-CELL_LIMIT as contacts.c's cell_of (a NaN or an infinite
+    coordinate gets a cell, not an error: candidates are then tested, and fail, as in C)."""
+    v = x / cell
+    if not v > -CELL_LIMIT:
+        return -int(CELL_LIMIT)
+    if not v < CELL_LIMIT:
+        return int(CELL_LIMIT)
+    return math.floor(v)
+
+
+def _sqrt(x: float) -> float:
+    """C's sqrt: NaN for a negative argument (math.sqrt raises)."""
+    return math.sqrt(x) if x >= 0.0 else math.nan
+
+
 def _cross(ax: float, ay: float, bx: float, by: float) -> float:
     return ax * by - ay * bx
 
@@ -252,7 +269,7 @@ def _edge_contact(s: _Scene, i: int, B: int, rB: float) -> int:
     else:
         nx, ny = dx / dist, dy / dist
     sep = s.radius[i] + ((1.0 - t) * s.radius[ia] + t * s.radius[ib])
-    mu = s.mu(i) if own else math.sqrt(s.mu(i) * s.body_friction[B])
+    mu = s.mu(i) if own else _sqrt(s.mu(i) * s.body_friction[B])
     e_i, e_b = s.e(i), s.body_restitution[B]
     e = e_i if own else (e_i if e_i > e_b else e_b)
     return _resolve(s, i, ia, ib, t, nx, ny, sep, mu, e, B, qx, qy)
@@ -290,7 +307,7 @@ def _pair_contact(s: _Scene, i: int, j: int) -> int:
         nx, ny = dx / d, dy / d
     rj, ei, ej = s.radius[j], s.e(i), s.e(j)
     oj = s.owner[j]
-    return _resolve(s, i, j, j, 0.0, nx, ny, s.radius[i] + rj, math.sqrt(s.mu(i) * s.mu(j)),
+    return _resolve(s, i, j, j, 0.0, nx, ny, s.radius[i] + rj, _sqrt(s.mu(i) * s.mu(j)),
                     ei if ei > ej else ej, oj if oj >= 0 else SHARED, xj[0] + rj * nx, xj[1] + rj * ny)
 
 
@@ -343,10 +360,10 @@ def _pair_candidates(s: _Scene, snap: list[list[float]], n: int,
     pc = 4.0 * max(s.radius[i] for i in grid)
     cells: dict[tuple[int, int], list[int]] = {}
     for i in grid:
-        cells.setdefault((math.floor(snap[i][0] / pc), math.floor(snap[i][1] / pc)), []).append(i)
+        cells.setdefault((_cell(snap[i][0], pc), _cell(snap[i][1], pc)), []).append(i)
     for i in grid:
         x, y = snap[i]
-        cx, cy = math.floor(x / pc), math.floor(y / pc)
+        cx, cy = _cell(x, pc), _cell(y, pc)
         found = set()
         for gx in (cx - 1, cx, cx + 1):
             for gy in (cy - 1, cy, cy + 1):
