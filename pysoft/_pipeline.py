@@ -48,12 +48,21 @@ MAIN, VERLET, RK2, RK3, RK4 = range(len(FORCE_STATES))
 
 
 class InstabilityError(RuntimeError):
-    """A particle's state went non-finite or faster than ``World.max_speed``."""
+    """A particle's state went non-finite or faster than ``World.max_speed``.
 
-    def __init__(self, message: str, entity: int, row: int) -> None:
+    ``entity`` and ``row`` name the particle where it began: the first one unstable after a
+    pass when the frame is replayed pass by pass (see ``pysoft._replay``), and ``pass_name``
+    and ``substep`` (0-based) that pass; where the replay could not tell, ``entity`` is the
+    first unstable particle at the frame's end and ``pass_name`` is None.
+    """
+
+    def __init__(self, message: str, entity: int, row: int, pass_name: str | None = None,
+                 substep: int | None = None) -> None:
         super().__init__(message)
         self.entity = entity
         self.row = row
+        self.pass_name = pass_name
+        self.substep = substep
 
 
 class Settings:
@@ -156,6 +165,7 @@ class Pipeline:
         self.moved = False
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
+        self.unstable = -1  # the row the frame-end scan found unstable (-1: none)
         self.time = 0.0  # simulated seconds before this frame
 
     @property

@@ -18,7 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 import esper
 import numpy as np
 
-from pysoft import _native, _snapshot, _validate
+from pysoft import _native, _replay, _snapshot, _validate
 from pysoft._ecs import Ecs
 from pysoft._pipeline import INTEGRATORS, MIN_DT, STAGES, InstabilityError, Pipeline, Settings, Stage
 from pysoft._store import Store
@@ -128,6 +128,7 @@ class World(Settings):
         self.pipeline = Pipeline(self)
         self._features = Features(Context(self.store, self._ecs, self, self.pipeline, backend, dim))
         self._feature: dict[type[Feature], Feature] = {type(f): f for f in self._features}
+        self._frame_start = _replay.FrameStart(self.store, self._features.moves())
         # the run order, replaced (never changed in place) by add_system / remove_system, so a
         # system that adds or removes one during step() changes the next frame, not this one
         self._systems: tuple[esper.Processor, ...] = tuple(cls(self.pipeline) for cls in STAGES)
@@ -260,6 +261,9 @@ class World(Settings):
         h = dt / self._substeps
         systems, pipeline = self._systems, self.pipeline
         elapsed = [0.0] * len(systems)
+        if watched := self._on_instability in ("raise", "warn"):  # where a replay would start
+            self._frame_start.save()
+        pipeline.unstable, error = -1, None
         self._stepping = True
         try:
             with self._ecs.entered():
@@ -269,12 +273,13 @@ class World(Settings):
                         t0 = perf_counter()
                         system.process(h)
                         elapsed[i] += perf_counter() - t0
-        except InstabilityError:
-            pipeline.time += dt  # the frame ran to its end (the check is its last act)
-            raise
+                if pipeline.unstable >= 0 and watched:  # where it began: pysoft._replay
+                    error = _replay.diagnose(pipeline, self._frame_start, systems, h,
+                                             self._features.particles.scan)
         finally:
             self._stepping = False
-        pipeline.time += dt
+        pipeline.time += dt  # the frame ran to its end, whatever the scan found
+        _replay.deliver(error, self._on_instability)  # raise or warn what the scan found
         self._features.after_frame()
         self.profile = {getattr(s, "name", type(s).__name__): 1e3 * t
                         for s, t in zip(systems, elapsed, strict=True)}

@@ -58,8 +58,11 @@ def _calls(counter: Any) -> int:
 def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
         backend: str, integrator: str) -> None:
     with _kernels.counting() as counter, warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # explicit Euler blows this scene up
-        w = mixed_scene(backend, integrator=integrator, on_instability="warn")
+        warnings.simplefilter("ignore", RuntimeWarning)
+        # explicit Euler blows this scene up: its frames are not steady (and under "warn" the
+        # frame that blew up is replayed pass by pass to find where), so it only steps on
+        w = mixed_scene(backend, integrator=integrator,
+                        on_instability="ignore" if integrator == "explicit_euler" else "warn")
         w.step()  # Verlet and RK4 bind their extra force states on first use
         binds = _binds(counter)
         settle, again = w.pipeline.settle[0], w.pipeline.resettle[0]

@@ -94,6 +94,13 @@ class Features:
             for name, fields in f.snapshot:
                 yield name, self.ctx.store.tables[name], fields
 
+    def moves(self) -> Iterator[tuple[Table, str]]:
+        """(table, field) of everything a frame changes and the next frame reads."""
+        for f in self.all:
+            for name, fields in f.moves:
+                for field in fields:
+                    yield self.ctx.store.tables[name], field
+
     def links(self) -> Iterator[tuple[str, Table]]:
         """Tables whose ``ends`` name particles (their topology is checked on restore)."""
         for name, table in self.ctx.store.tables.items():

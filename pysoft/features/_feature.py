@@ -63,10 +63,12 @@ class PerState:
 
 class Feature:
     """Base of the features. Subclasses set ``kinds`` (the component types of the entities
-    they own) and ``snapshot`` ((table, fields) pairs: what a snapshot saves and restores)."""
+    they own), ``snapshot`` ((table, fields) pairs: what a snapshot saves and restores) and
+    ``moves`` (those of them a frame changes: what a replay of the frame starts from)."""
 
     kinds: ClassVar[tuple[type[RowView], ...]] = ()
     snapshot: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = ()
+    moves: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = ()
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:

@@ -227,6 +227,7 @@ class BodyShapes(NamedTuple):
 
 class _BodyTerm:
     """Pressure then shape matching, bound for every force state."""
+    label = "pressure and shape matching"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, B: Table, members: Table, outline: Table) -> None:
         self.ctx, self.B = ctx, B
@@ -253,6 +254,7 @@ class _BodyTerm:
 class _RollingTerm:
     """Rolling resistance after the collide stage, for bodies on colliders (the contact
     impulses it reads are the colliders'); ``rolled`` restarts with them each frame."""
+    label = "rolling resistance"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, B: Table, members: Table) -> None:
         self.ctx, self.B = ctx, B

@@ -187,6 +187,7 @@ class Pusher:
 class _CollideTerm:
     """Particles against colliders. On a frame's first substep it clears the contact report
     and refreshes ``keep = exp(-tangential_damping h)``; moving colliders advance first."""
+    label = "particles against colliders"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, C: Table, faces: Table) -> None:
         self.ctx, self.C, self.faces, self.P = ctx, C, faces, ctx.store.particles
@@ -224,6 +225,7 @@ class _RecollideTerm:
     holds the particles a collider holds, and may push the others into one: a plate
     pressing an incompressible XPBD body had members pushed up through it). The colliders
     do not advance again; the contact report goes on accumulating."""
+    label = "particles against colliders (again)"  # its name in an InstabilityError
 
     def __init__(self, term: _CollideTerm) -> None:
         self.term = term
@@ -240,6 +242,7 @@ class Colliders(Feature):
     kinds = (Collider,)
     snapshot = (("colliders", ("center", "rotation", "angle", "velocity", "angular_velocity",
                                "restitution", "friction", "tangential_damping")),)
+    moves = (("colliders", ("center", "rotation", "angle")),)  # kinematic colliders advance
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:

@@ -120,6 +120,7 @@ class _Solver:
 
 class _ConstraintTerm:
     """Zero the multipliers, then ``constraint_iterations`` sweeps: distances, then volumes."""
+    label = "XPBD constraints"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
         self.ctx, self.solvers = ctx, solvers
@@ -152,6 +153,7 @@ class _SettleTerm:
     substep satisfied and the velocities consistent with the positions. Skipped when no
     particle is held.
     """
+    label = "XPBD settle"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, term: _ConstraintTerm) -> None:
         self.ctx, self.term, self.P = ctx, term, ctx.store.particles

@@ -81,6 +81,8 @@ class BodyContacts(NamedTuple):
 
 
 class _ContactTerm:
+    label = "bodies against bodies"  # its name in an InstabilityError
+
     def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table,
                  pairs: Table, state: Table) -> None:
         self.ctx = ctx

@@ -58,6 +58,7 @@ register(Kernel(
 class _EdgeTerm:
     """Outline edges against colliders, after the particles met them; skipped while there is
     no body, or no collider with a corner or a capsule end (planes have none)."""
+    label = "outline edges against colliders"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, near: Table) -> None:
         store = ctx.store

@@ -56,6 +56,8 @@ class Grab(RowView):
 
 
 class _GrabTerm:
+    label = "grabs"  # its name in an InstabilityError
+
     def __init__(self, ctx: Context, links: Links) -> None:
         self.ctx, self.G = ctx, links.table
         a, g = ctx.store.particles.arrays, links.table.arrays

@@ -59,6 +59,7 @@ class GravityWell(RowView):
 
 class _GravityTerm:
     """gravity_drag then radial_gravity, bound for every force state."""
+    label = "gravity and wells"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, P: Table, W: Table) -> None:
         self.ctx, self.P, self.W = ctx, P, W

@@ -19,6 +19,7 @@ from pysoft import _validate
 from pysoft._ecs import Bits, Column, RowView, Vector
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
+from pysoft._replay import Origin
 from pysoft._store import Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
 
@@ -181,8 +182,8 @@ class InstabilityScan:
         if s._on_instability == "ignore" or not (clamp or pipeline.last_substep):
             return
         row = int(self.find_unstable(self.P.n, self.ctx.dim, s._max_speed))
-        end = pipeline.time + (pipeline.substep + 1) * h  # this substep's end
         if clamp:
+            end = pipeline.time + (pipeline.substep + 1) * h  # this substep's end
             if row >= 0:
                 self.first = int(self.P.arrays["entity"][row]) if self.clamped == 0 else self.first
                 self.clamped += int(self.clamp_speeds(self.P.n, self.ctx.dim, s._max_speed))
@@ -192,15 +193,45 @@ class InstabilityScan:
                 self.clamped, self.first = 0, -1
                 warnings.warn(message, RuntimeWarning, stacklevel=6)
             return
-        if row < 0:
-            return
-        entity = int(self.P.arrays["entity"][row])
-        p, v = self.P.arrays["pos"][row], self.P.arrays["vel"][row]
-        message = (f"particle {entity} (row {row}) went unstable by t={end:.6g} s: "
-                   f"position {p.tolist()}, velocity {v.tolist()}")
-        if s._on_instability == "raise":
-            raise InstabilityError(message, entity, row)
-        warnings.warn(message, RuntimeWarning, stacklevel=6)
+        if row >= 0:
+            pipeline.unstable = row  # World.step replays the frame to find where it began
+
+    def report(self, origin: Origin | None, faithful: bool, replayed: bool, others: list[str],
+               h: float) -> InstabilityError:
+        """The error for the frame that just ended (``pipeline.time`` is its start), from the
+        frame-end scan and the replay's ``origin``; ``others`` names the user's systems."""
+        s, pipeline, a = self.ctx.settings, self.ctx.pipeline, self.P.arrays
+        t0 = pipeline.time
+        end = t0 + s._substeps * h
+        row = pipeline.unstable if origin is None else origin.row
+        entity = int(a["entity"][row])
+        state = f"position {a['pos'][row].tolist()}, velocity {a['vel'][row].tolist()}"
+        theirs = f"your systems ({', '.join(others)})"
+        if origin is None:
+            why = ("the frame added or removed entities, so it was not replayed" if not replayed
+                   else f"a replay of the frame through pysoft's passes alone, without {theirs}, "
+                        "stayed stable: one of them made the difference" if others
+                   else "a replay of the frame did not reproduce it")
+            message = f"particle {entity} (row {row}) went unstable by t={end:.6g} s: {state}; {why}"
+            return InstabilityError(message, entity, row)
+        bad = ("was not finite" if origin.what == "force" else "went non-finite"
+               if origin.what == "position" or not np.isfinite(a["vel"][row]).all()
+               else f"went faster than max_speed {s._max_speed:g} m/s")
+        if origin.substep < 0:
+            message = (f"particle {entity} (row {row}) was already unstable when the frame began "
+                       f"at t={t0:.6g} s (its {origin.what} {bad} in an earlier frame, or was set so "
+                       f"between frames); by t={end:.6g} s: {state}")
+            return InstabilityError(message, entity, row)
+        k = origin.substep
+        message = (f"particle {entity} (row {row}) went unstable in substep {k + 1} of "
+                   f"{s._substeps} (t={t0 + k * h:.6g} to {t0 + (k + 1) * h:.6g} s): its "
+                   f"{origin.what} {bad} in the {origin.name} pass")
+        if origin.forces:
+            message += " under the forces of " + ", ".join(f"{term} ({f:.3g} N)" for term, f in origin.forces)
+        message += f"; by t={end:.6g} s: {state}"
+        if not faithful:
+            message += f" (replayed without {theirs})"
+        return InstabilityError(message, entity, row, origin.name, k)
 
 
 class Particles(Feature):
@@ -209,6 +240,7 @@ class Particles(Feature):
     kinds = (Particle,)
     snapshot = (("particles", ("pos", "vel", "mass", "inv_mass", "radius", "friction", "restitution",
                                "category", "mask")),)
+    moves = (("particles", ("pos", "vel")),)
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:

@@ -86,6 +86,8 @@ class AreaSpring(RowView):
 
 
 class _SpringTerm:
+    label = "springs"  # its name in an InstabilityError
+
     def __init__(self, ctx: Context, links: Links, areas: Links) -> None:
         self.ctx, self.S, self.T = ctx, links.table, areas.table
         a, s, t = ctx.store.particles.arrays, links.table.arrays, areas.table.arrays

@@ -1,0 +1,164 @@
+"""Where an instability began: ``InstabilityError`` (and the "warn" policy's warning) names
+the particle and the pass where a value first went non-finite or faster than ``max_speed``,
+found by replaying the frame pass by pass (``pysoft._replay``). The replay is the frame run
+again bit for bit, and the world is left exactly as the frame left it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import esper
+import numpy as np
+import pytest
+
+import pysoft
+from pysoft import _replay, scenes
+
+BACKENDS = ("c", "python")
+
+
+def _chain(backend: str, n: int = 12, policy: str = "raise") -> tuple[pysoft.World, list[int]]:
+    """A chain of 1 kg particles on soft springs (1 kN/m) ending in a 1 g particle on a
+    100 kN/m spring: its period (0.6 ms) is shorter than the substep (2.1 ms), so it blows up
+    in the first substep, and by the frame's end the blow-up has spread along the chain."""
+    w = pysoft.World(backend=backend, gravity=(0.0, 0.0), on_instability=policy)
+    ps = [w.add_particle((0.1 * i, 0.0), mass=1.0 if i < n - 1 else 1e-3) for i in range(n)]
+    for i in range(n - 2):
+        w.add_spring(ps[i], ps[i + 1], stiffness=1e3, rest_length=0.1)
+    w.add_spring(ps[n - 2], ps[n - 1], stiffness=1e5, rest_length=0.05)
+    return w, ps
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_it_names_where_the_blow_up_began_not_the_first_row(backend: str) -> None:
+    """At the frame's end the first unstable row is one of the chain's middle particles; the
+    error names the light end particle, in the integrator's pass of substep 1, under the
+    spring force (5 kN: 1e5 N/m times 0.05 m)."""
+    w, ps = _chain(backend)
+    with pytest.raises(pysoft.InstabilityError) as info, np.errstate(all="ignore"):
+        w.step()
+    err = info.value
+    speed = np.linalg.norm(w.velocities, axis=1)
+    first_row_at_end = int(np.flatnonzero(~(speed <= w.max_speed))[0])
+    assert first_row_at_end != w.row(ps[-1])  # the frame-end scan alone would name another
+    assert err.entity == ps[-1] and err.row == w.row(ps[-1])
+    assert err.pass_name == "integrator (symplectic_euler)" and err.substep == 0
+    assert "in substep 1 of 8" in str(err) and "springs (5e+03 N)" in str(err)
+    assert w.time == pytest.approx(1 / 60)  # the frame ran to its end
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_non_finite_force_names_the_force_term(backend: str) -> None:
+    """A spring whose end is 1e200 m away: its length squared overflows and the spring pass
+    gives a non-finite force; the error names that pass, not the integrator after it."""
+    w = pysoft.World(backend=backend)
+    a = w.add_particle((0.0, 1.0))
+    b = w.add_particle((1e200, 1.0))
+    w.add_spring(a, b, stiffness=10.0, rest_length=0.5)
+    with pytest.raises(pysoft.InstabilityError) as info, np.errstate(all="ignore"):
+        w.step()
+    assert info.value.pass_name == "springs" and info.value.substep == 0
+    assert "its force was not finite in the springs pass" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", pysoft.INTEGRATORS)
+def test_the_replay_is_the_frame_again(backend: str, integrator: str, monkeypatch: Any) -> None:
+    """The demo scene with its springs 1,000 times stiffer blows up in its first frame under
+    every integrator: the replay finds the origin and arrives where the frame did bit for bit
+    (positions, velocities, a kinematic collider's pose); every field of every table is left as the frame left
+    it; and the positions and velocities are those of a world that ran the frame under
+    "ignore"."""
+    seen: list[tuple[Any, bool]] = []
+    replay = _replay.replay
+
+    def spy(*args: Any) -> tuple[Any, bool]:
+        store = args[1].store
+        before = _replay._tables(store)
+        seen.append(replay(*args))
+        after = _replay._tables(store)
+        assert before.keys() == after.keys()
+        for key in before:
+            assert before[key].tobytes() == after[key].tobytes(), key
+        return seen[-1]
+
+    monkeypatch.setattr(_replay, "replay", spy)
+    worlds = [scenes.demo(backend=backend, integrator=integrator, on_instability=policy)
+              for policy in ("raise", "ignore")]
+    for w in worlds:  # and a kinematic box moving and turning through the scene
+        w.store.springs.view("stiffness")[:] *= 1000
+        w.add_collider(pysoft.Box((0.0, 2.0), (0.4, 0.1)), velocity=(0.5, -1.0), angular_velocity=2.0)
+    with np.errstate(all="ignore"):
+        with pytest.raises(pysoft.InstabilityError) as info:
+            worlds[0].step()
+        worlds[1].step()
+    (origin, faithful), = seen
+    assert origin is not None and faithful
+    assert info.value.pass_name == origin.name and info.value.substep == origin.substep >= 0
+    for field in ("positions", "velocities"):
+        assert getattr(worlds[0], field).tobytes() == getattr(worlds[1], field).tobytes()
+    for field in ("center", "rotation", "angle"):
+        assert worlds[0].store.colliders.view(field).tobytes() == \
+            worlds[1].store.colliders.view(field).tobytes()
+    assert worlds[0].time == worlds[1].time
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_system_that_writes_nan_is_named(backend: str) -> None:
+    """A user system writes NaN into a velocity mid-frame: pysoft's passes alone stay stable
+    in the replay, and the error says the user's systems made the difference."""
+    w = pysoft.World(backend=backend, gravity=(0.0, 0.0))
+    p = w.add_particle((1.0, 2.0), velocity=(0.5, 0.0))
+
+    class Poison(esper.Processor):
+        def process(self, h: float) -> None:
+            w.velocities[w.row(p)] = (float("nan"), 0.0)
+
+    w.add_system(Poison(), priority=350)
+    with pytest.raises(pysoft.InstabilityError, match=r"without your systems \(Poison\)") as info:
+        w.step()
+    assert info.value.entity == p and info.value.pass_name is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_value_written_between_frames_is_told_apart(backend: str) -> None:
+    """A velocity above max_speed written between frames: the error says the particle was
+    already unstable when the frame began."""
+    w = pysoft.World(backend=backend)
+    w.add_particle((0.0, 0.0))
+    p = w.add_particle((1.0, 2.0))
+    w.step()
+    w.velocities[w.row(p)] = (2e3, 0.0)
+    with pytest.raises(pysoft.InstabilityError, match="already unstable when the frame began"
+                       ) as info:
+        w.step()
+    assert info.value.entity == p and info.value.substep is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_frame_that_added_particles_is_not_replayed(backend: str) -> None:
+    """A system adds a particle moving at 5 km/s mid-frame: the world's entities changed, so
+    the frame is not replayed, and the error says so (naming the particle the scan found)."""
+    w = pysoft.World(backend=backend)
+    w.add_particle((0.0, 0.0))
+    added: list[int] = []
+
+    class Spawner(esper.Processor):
+        def process(self, h: float) -> None:
+            if not added:
+                added.append(w.add_particle((0.0, 5.0), velocity=(5e3, 0.0)))
+
+    w.add_system(Spawner(), priority=450)
+    with pytest.raises(pysoft.InstabilityError, match="added or removed entities") as info:
+        w.step()
+    assert info.value.entity == added[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_warn_reports_the_same_origin(backend: str) -> None:
+    """Under "warn" the warning carries the same report and the step completes."""
+    w, ps = _chain(backend, policy="warn")
+    with pytest.warns(RuntimeWarning, match=f"particle {ps[-1]} .* in substep 1 of 8"), \
+            np.errstate(all="ignore"):
+        w.step()
+    assert w.time == pytest.approx(1 / 60)
