@@ -7,6 +7,9 @@ limited API (``Py_LIMITED_API``, the stable ABI) on CPython builds that are neit
 free-threaded, so the wheel is tagged ``cp310-abi3``: one wheel per platform for every
 CPython from 3.10 on."""
 
+import pathlib
+import runpy
+
 from setuptools import setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
@@ -25,7 +28,11 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # the compiler failed
-            self._skip(exc)
+            if ext.name.endswith("_v3"):  # a compiler without -march=x86-64-v3: the baseline serves
+                self.warn(f"pysoft: the x86-64-v3 variant of the core could not be compiled ({exc}); "
+                          "the baseline core serves every CPU")
+            else:
+                self._skip(exc)
 
     def _skip(self, exc: Exception) -> None:
         self.warn(f"pysoft: the C core could not be compiled ({exc}); installing without it, "
@@ -48,5 +55,10 @@ class Abi3Wheel(bdist_wheel):
         super().finalize_options()
 
 
-setup(cffi_modules=["pysoft/_build.py:ffibuilder"],
+# The core for every CPU and, on x86-64, a second build of it for x86-64-v3 CPUs (AVX2), which
+# pysoft loads where the CPU has it (pysoft/_build.py: VARIANTS).
+BUILD = pathlib.Path(__file__).resolve().parent / "pysoft" / "_build.py"
+MODULES = runpy.run_path(str(BUILD))["CFFI_MODULES"]
+
+setup(cffi_modules=MODULES,
       cmdclass={"build_ext": OptionalBuildExt, "bdist_wheel": Abi3Wheel})

@@ -4,13 +4,15 @@
 ``csrc/include/pysoft.h`` between the cdef markers: the same text the C
 compiler includes, so no declaration exists twice. Every ``csrc/src/*.c``
 is compiled (one file per feature or pass), with the shared constants of
-``pysoft/_constants.py`` passed as macros.
+``pysoft/_constants.py`` passed as macros, into ``pysoft._core`` and, on x86-64,
+again for x86-64-v3 CPUs into ``pysoft._core_v3`` (``VARIANTS``).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import platform
 import runpy
 import shlex
 
@@ -59,23 +61,38 @@ def toolchain() -> str:
         return "unknown"
 
 
-def flags_text() -> str:
-    """Every flag the core is compiled with, for ``python -m pysoft info``."""
-    return f"{toolchain()} {' '.join(COMPILE_FLAGS)}"
+def builder(module: str, extra: tuple[str, ...] = ()) -> FFI:
+    """The core as the extension ``module``, compiled with COMPILE_FLAGS and ``extra``."""
+    flags = [*COMPILE_FLAGS, *extra]
+    text = f"{toolchain()} {' '.join(flags)}"
+    ffi = FFI()
+    ffi.cdef(cdef_text())
+    ffi.set_source(
+        module,
+        '#include "pysoft.h"',
+        sources=SOURCES,
+        include_dirs=[str(CSRC / "include"), str(CSRC / "src")],
+        extra_compile_args=flags,
+        define_macros=[("PS_COMPILE_FLAGS", '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'),
+                       *((name, repr(value)) for name, value in CONSTANTS.items())],
+        libraries=["m"],
+    )
+    return ffi
 
 
-ffibuilder = FFI()
-ffibuilder.cdef(cdef_text())
-ffibuilder.set_source(
-    "pysoft._core",
-    '#include "pysoft.h"',
-    sources=SOURCES,
-    include_dirs=[str(CSRC / "include"), str(CSRC / "src")],
-    extra_compile_args=COMPILE_FLAGS,
-    define_macros=[("PS_COMPILE_FLAGS", '"' + flags_text().replace("\\", "\\\\").replace('"', '\\"') + '"'),
-                   *((name, repr(value)) for name, value in CONSTANTS.items())],
-    libraries=["m"],
-)
+# The core twice on x86-64 (GCC or Clang): for every x86-64 CPU, and for x86-64-v3 (AVX2:
+# the gathers and 64-bit lane compares the kernels' loops vectorise with). pysoft._native
+# loads the second where the CPU has it; the results are the same bit for bit (no
+# contraction: FMA is never used; a vector sqrt or divide rounds as the scalar one).
+VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {"baseline": ("pysoft._core", ())}
+if platform.machine().lower() in ("x86_64", "amd64") and os.name == "posix":
+    VARIANTS["x86-64-v3"] = ("pysoft._core_v3", ("-march=x86-64-v3",))
+ffibuilder = builder(*VARIANTS["baseline"])
+CFFI_MODULES = ["pysoft/_build.py:ffibuilder"]  # what setup.py builds
+if "x86-64-v3" in VARIANTS:
+    ffibuilder_v3 = builder(*VARIANTS["x86-64-v3"])
+    CFFI_MODULES.append("pysoft/_build.py:ffibuilder_v3")
+
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

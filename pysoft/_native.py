@@ -1,4 +1,5 @@
-"""The one place that imports the compiled C core (``pysoft._core``).
+"""The one place that imports the compiled C core (``pysoft._core``, or on an x86-64-v3
+CPU its build for it, ``pysoft._core_v3``: :data:`VARIANT`).
 
 If the core is missing (installed where no C compiler was found, or imported
 from a source tree that was never built), :data:`AVAILABLE` is False, importing
@@ -15,11 +16,22 @@ import os
 import warnings
 from typing import Any
 
+VARIANT = ""  # the build of the core in use: "baseline" or "x86-64-v3" ("" when missing)
 try:
     from pysoft._core import ffi, lib
 
     AVAILABLE = True
     IMPORT_ERROR: str | None = None
+    VARIANT = "baseline"
+    # the x86-64-v3 build where this CPU has it, unless PYSOFT_VARIANT=baseline asks for the
+    # other (results are the same bit for bit: tests/test_determinism.py runs both)
+    if lib.ps_cpu_has_x86_64_v3() and os.environ.get("PYSOFT_VARIANT", "") != "baseline":
+        try:
+            from pysoft._core_v3 import ffi, lib
+
+            VARIANT = "x86-64-v3"
+        except ImportError:  # built where the compiler had no -march=x86-64-v3
+            pass
 except ImportError as exc:  # pragma: no cover - exercised only without a build
     ffi = lib = None
     AVAILABLE = False

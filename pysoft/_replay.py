@@ -56,20 +56,25 @@ class FrameStart:
     def __init__(self, store: Store, fields: Iterator[tuple[Table, str]]) -> None:
         self.store = store
         self.fields = list(fields)
-        self.buffers: list[np.ndarray] = [np.empty((0, *table.fields[name].shape), table.fields[name].dtype)
-                        for table, name in self.fields]
+        self.buffers: list[np.ndarray] = [
+            np.empty((0, *table.fields[name].shape), table.fields[name].dtype) for table, name in self.fields]
         self.rows = [0] * len(self.fields)
-        self.version = -1  # the Store's version when they were made
+        self.pairs: list[tuple[np.ndarray, np.ndarray]] = []  # (copy, live rows) per field
+        self.version = -1  # the Store's version when the views of ``pairs`` were made
 
     def save(self) -> None:
-        for i, (table, name) in enumerate(self.fields):
-            n = self.rows[i] = table.n
-            if len(self.buffers[i]) < n:
-                shape = (max(n, 2 * len(self.buffers[i])), *self.buffers[i].shape[1:])
-                self.buffers[i] = np.empty(shape, self.buffers[i].dtype)
-            if n:
-                self.buffers[i][:n] = table.arrays[name][:n]
-        self.version = self.store.version
+        if self.version != self.store.version:  # rows changed: new views (the arrays never move)
+            self.pairs = []
+            for i, (table, name) in enumerate(self.fields):
+                n = self.rows[i] = table.n
+                if len(self.buffers[i]) < n:
+                    shape = (max(n, 2 * len(self.buffers[i])), *self.buffers[i].shape[1:])
+                    self.buffers[i] = np.empty(shape, self.buffers[i].dtype)
+                if n:
+                    self.pairs.append((self.buffers[i][:n], table.arrays[name][:n]))
+            self.version = self.store.version
+        for copy, live in self.pairs:
+            np.copyto(copy, live)
 
     def load(self) -> None:
         for (table, name), buffer, n in zip(self.fields, self.buffers, self.rows, strict=True):

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +23,7 @@ import numpy as np
 import pytest
 
 import pysoft
-from pysoft import scenes
+from pysoft import _native, scenes
 from pysoft._snapshot import _HEADER, FORMAT_VERSION, _digest
 
 BACKENDS = ("c", "python")
@@ -405,3 +408,17 @@ def test_the_state_after_10000_steps_has_its_pinned_hash(name: str) -> None:
     digest = hashlib.sha256(np.ascontiguousarray(w.positions).tobytes()
                             + np.ascontiguousarray(w.velocities).tobytes()).hexdigest()[:16]
     assert digest == pinned, f"{name}: {digest}"
+
+
+@pytest.mark.skipif(_native.VARIANT != "x86-64-v3", reason="this CPU loads the baseline build only")
+def test_both_builds_of_the_core_give_the_pinned_hashes() -> None:
+    """The test above ran on the x86-64-v3 build of the core (this CPU has it); the baseline
+    build, loaded in a fresh interpreter with PYSOFT_VARIANT=baseline, gives the same three
+    hashes: the vectorised loops change no bit."""
+    env = {**os.environ, "PYSOFT_VARIANT": "baseline"}
+    which = subprocess.run([sys.executable, "-c", "import pysoft._native as n; print(n.VARIANT)"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert which.stdout.strip() == "baseline"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                          "-k", "pinned_hash"], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and "3 passed" in run.stdout, run.stdout[-3000:]

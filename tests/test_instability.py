@@ -162,3 +162,20 @@ def test_warn_reports_the_same_origin(backend: str) -> None:
             np.errstate(all="ignore"):
         w.step()
     assert w.time == pytest.approx(1 / 60)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_entities_added_between_frames_are_in_the_replay(backend: str) -> None:
+    """The frame-start copy follows the world's rows: a frame steps a lone particle, then the
+    chain is added and blows up in the next frame, which is replayed from its own start."""
+    w = pysoft.World(backend=backend, gravity=(0.0, 0.0))
+    w.add_particle((0.0, 5.0))
+    w.step()
+    ps = [w.add_particle((0.1 * i, 0.0), mass=1.0 if i < 5 else 1e-3) for i in range(6)]
+    for i in range(4):
+        w.add_spring(ps[i], ps[i + 1], stiffness=1e3, rest_length=0.1)
+    w.add_spring(ps[4], ps[5], stiffness=1e5, rest_length=0.05)
+    with pytest.raises(pysoft.InstabilityError) as info, np.errstate(all="ignore"):
+        w.step()
+    assert info.value.entity == ps[-1] and info.value.substep == 0
+    assert info.value.pass_name == "integrator (symplectic_euler)"

@@ -149,6 +149,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
 
 /* finish.c */
 const char *ps_compile_flags(void);
+int ps_cpu_has_x86_64_v3(void);
 int ps_find_unstable(const double *pos, const double *vel, int n, int dim,
                      double max_speed);
 int ps_clamp_speeds(double *pos, double *vel, const double *prev_pos, int n, int dim,

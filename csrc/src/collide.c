@@ -37,7 +37,10 @@
  * is skipped when x is farther from c than bound[j] + grow[j] r + |x - p|
  * (bound: radius of a sphere around c holding the core shape, inf for planes;
  * grow: how far the grown shape reaches per unit r, sqrt(dim) for boxes,
- * 1/sin(alpha/2) at a polygon vertex of angle alpha, 1 for capsules).
+ * 1/sin(alpha/2) at a polygon vertex of angle alpha, 1 for capsules). When every
+ * collider is such a still plane (a floor, walls), particles are taken in blocks
+ * of PS_COLLIDE_BLOCK: the plane test runs first over the whole block, in a loop
+ * that vectorises, and only the particles near a plane are searched.
  * The deepest contact over all colliders wins (Box2D-style: the most
  * penetrating feature decides, so particles are not snagged at the seams of
  * touching shapes); it is resolved, and the search repeats up to
@@ -81,7 +84,23 @@
  * results are those of the full test, bit for bit. */
 #define PS_FAST_PLANES 8
 #define PS_PLANE_SLACK 1e-12
+#define PS_COLLIDE_BLOCK 64
 
+
+/* Whether the path p0 -> x of a particle of radius r stays clear of the still plane pw
+ * (world normal, offset n . y <= o, slack scale): both ends above it, x by more than r,
+ * with a margin for the rounding by which this world-frame test can differ from the local
+ * one. deepest() skips the plane then, and the block pre-pass of collide_impl uses the same
+ * test (the same operations, so the same answer, vectorised or not). */
+PS_INLINE int clear_of_plane(const double *pw, const double *x, const double *p0, double r,
+                             int dim)
+{
+    double d1 = ps_dot(pw, x, dim) - pw[dim], d0 = ps_dot(pw, p0, dim) - pw[dim];
+    double slack = pw[dim + 1];
+    for (int a = 0; a < dim; a++) slack = slack + fabs(x[a]) + fabs(p0[a]);
+    slack = PS_PLANE_SLACK * slack;
+    return d1 > r + slack && d0 > slack;
+}
 
 /* local = R^T (world - c) */
 PS_INLINE void to_local(double *out, const double *x, const double *c,
@@ -293,17 +312,9 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
             for (int a = 0; a < dim; a++) carried[a] = p0[a] + h * u[a];
             pj = carried;
         }
-        if (j < nplane && plane[(long)j * (dim + 2) + dim + 1] != 0.0 && !moving) {
-            /* a still plane: skipped when the path p -> x stays clear of it (both ends
-             * above the plane, x by more than r), with a margin for the rounding by
-             * which this world-frame test can differ from the local one below */
-            const double *pw = plane + (long)j * (dim + 2);
-            double d1 = ps_dot(pw, x, dim) - pw[dim], d0 = ps_dot(pw, p0, dim) - pw[dim];
-            double slack = pw[dim + 1];
-            for (int a = 0; a < dim; a++) slack = slack + fabs(x[a]) + fabs(p0[a]);
-            slack = PS_PLANE_SLACK * slack;
-            if (d1 > r + slack && d0 > slack) continue;
-        }
+        if (j < nplane && plane[(long)j * (dim + 2) + dim + 1] != 0.0 && !moving
+            && clear_of_plane(plane + (long)j * (dim + 2), x, p0, r, dim))
+            continue;  /* a still plane the path stays clear of */
         if (bound[j] <= DBL_MAX) {
             double off[3], path[3], len;
             if (moving) {
@@ -389,73 +400,90 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
         for (int a = 0; a < dim; a++) scale = scale + fabs(c[a]);
         pw[dim + 1] = scale;
     }
-    for (int i = 0; i < n; i++) {
-        double *sup = support + (long)i * dim;
-        for (int c = 0; c < dim; c++) sup[c] = 0.0;
-        if (inv_mass[i] == 0.0) continue;
-        double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
-        const double *p0 = prev_pos + (long)i * dim;
-        int slipped = 0;
-        for (int it = 0; it < iterations; it++) {
-            double best_n[3] = {0.0, 0.0, 0.0};
-            int j;
-            double best = PS_DEEPEST(&j, best_n);
-            if (j < 0) break;
-            contacts++;
-            const double *nrm = best_n;
-            for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
-            double u[3];
-            surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
-            contact_collider[i] = j;
-            for (int c = 0; c < dim; c++) {
-                contact_normal[(long)i * dim + c] = nrm[c];
-                sup[c] = nrm[c];
+    /* Only still planes (a floor, walls): a block's particles are first tested against them
+     * all in a loop that vectorises, and only those near one go through the search. */
+    int all_planes = k <= nplane;
+    for (int j = 0; j < nplane && all_planes; j++) all_planes = plane[(long)j * (dim + 2) + dim + 1] != 0.0;
+    for (int i0 = 0; i0 < n; i0 += PS_COLLIDE_BLOCK) {
+        int i1 = n - i0 > PS_COLLIDE_BLOCK ? i0 + PS_COLLIDE_BLOCK : n;
+        int64_t near[PS_COLLIDE_BLOCK];
+        if (all_planes) {
+            for (int i = i0; i < i1; i++) near[i - i0] = 0;
+            for (int j = 0; j < k; j++) {
+                const double *pw = plane + (long)j * (dim + 2);
+                for (int i = i0; i < i1; i++)
+                    near[i - i0] |= !clear_of_plane(pw, pos + (long)i * dim, prev_pos + (long)i * dim,
+                                                    radius[i], dim);
             }
-            double vr[3];
-            for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
-            double vn = ps_dot(vr, nrm, dim);
-            if (!(vn < 0.0)) continue;
-            /* a resting contact (touching at the substep's start) does not bounce: the
-             * approach it gained in one substep is its load, not an impact */
-            double vn_new = (-vn > rest_speed
-                             && !touching(p0, u, h, radius[i], rest_speed, j, kind, center,
-                                          rotation, face_start, face_count, face_normal,
-                                          face_offset, cap_a, cap_b, cap_radius, dim))
-                            ? -restitution[j] * vn : 0.0;
-            double dvn = vn_new - vn;
-            double vt[3];
-            for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];
-            double vt_len = sqrt(ps_dot(vt, vt, dim)), limit = friction[j] * dvn;
-            double scale;
-            if (vt_len <= limit) {
-                /* static friction: undo this substep's slip along the surface */
-                double slip[3];
-                for (int c = 0; c < dim; c++) slip[c] = (x[c] - p0[c]) - h * u[c];
-                double sn = ps_dot(slip, nrm, dim);
-                for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
-                slipped = 1;
-                scale = 0.0;
-            } else {
-                scale = (1.0 - limit / vt_len) * keep[j];
-            }
-            for (int c = 0; c < dim; c++) v[c] = u[c] + vt[c] * scale + vn_new * nrm[c];
-            contact_impulse[i] = contact_impulse[i] + mass[i] * dvn;
         }
-        /* Undoing slip along one surface may move the particle back into another (a wall
-         * it was pushed out of): project it out again, without friction. */
-        for (int it = 0; slipped && it < iterations; it++) {
-            double best_n[3] = {0.0, 0.0, 0.0};
-            int j;
-            double best = PS_DEEPEST(&j, best_n);
-            if (j < 0) break;
-            for (int c = 0; c < dim; c++) x[c] = x[c] + best * best_n[c];
-            double u[3], vr[3];
-            surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
-            for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
-            double vn = ps_dot(vr, best_n, dim);
-            if (vn < 0.0) {
-                for (int c = 0; c < dim; c++) v[c] = v[c] - vn * best_n[c];
-                contact_impulse[i] = contact_impulse[i] + mass[i] * -vn;
+        for (int i = i0; i < i1; i++) {
+            double *sup = support + (long)i * dim;
+            for (int c = 0; c < dim; c++) sup[c] = 0.0;
+            if (inv_mass[i] == 0.0 || (all_planes && !near[i - i0])) continue;
+            double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
+            const double *p0 = prev_pos + (long)i * dim;
+            int slipped = 0;
+            for (int it = 0; it < iterations; it++) {
+                double best_n[3] = {0.0, 0.0, 0.0};
+                int j;
+                double best = PS_DEEPEST(&j, best_n);
+                if (j < 0) break;
+                contacts++;
+                const double *nrm = best_n;
+                for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
+                double u[3];
+                surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
+                contact_collider[i] = j;
+                for (int c = 0; c < dim; c++) {
+                    contact_normal[(long)i * dim + c] = nrm[c];
+                    sup[c] = nrm[c];
+                }
+                double vr[3];
+                for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
+                double vn = ps_dot(vr, nrm, dim);
+                if (!(vn < 0.0)) continue;
+                /* a resting contact (touching at the substep's start) does not bounce: the
+                 * approach it gained in one substep is its load, not an impact */
+                double vn_new = (-vn > rest_speed
+                                 && !touching(p0, u, h, radius[i], rest_speed, j, kind, center,
+                                              rotation, face_start, face_count, face_normal,
+                                              face_offset, cap_a, cap_b, cap_radius, dim))
+                                ? -restitution[j] * vn : 0.0;
+                double dvn = vn_new - vn;
+                double vt[3];
+                for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];
+                double vt_len = sqrt(ps_dot(vt, vt, dim)), limit = friction[j] * dvn;
+                double scale;
+                if (vt_len <= limit) {
+                    /* static friction: undo this substep's slip along the surface */
+                    double slip[3];
+                    for (int c = 0; c < dim; c++) slip[c] = (x[c] - p0[c]) - h * u[c];
+                    double sn = ps_dot(slip, nrm, dim);
+                    for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
+                    slipped = 1;
+                    scale = 0.0;
+                } else {
+                    scale = (1.0 - limit / vt_len) * keep[j];
+                }
+                for (int c = 0; c < dim; c++) v[c] = u[c] + vt[c] * scale + vn_new * nrm[c];
+                contact_impulse[i] = contact_impulse[i] + mass[i] * dvn;
+            }
+            /* Undoing slip along one surface may move the particle back into another (a wall
+             * it was pushed out of): project it out again, without friction. */
+            for (int it = 0; slipped && it < iterations; it++) {
+                double best_n[3] = {0.0, 0.0, 0.0};
+                int j;
+                double best = PS_DEEPEST(&j, best_n);
+                if (j < 0) break;
+                for (int c = 0; c < dim; c++) x[c] = x[c] + best * best_n[c];
+                double u[3], vr[3];
+                surface_velocity(u, x, j, center, velocity, angular_velocity, dim);
+                for (int c = 0; c < dim; c++) vr[c] = v[c] - u[c];
+                double vn = ps_dot(vr, best_n, dim);
+                if (vn < 0.0) {
+                    for (int c = 0; c < dim; c++) v[c] = v[c] - vn * best_n[c];
+                    contact_impulse[i] = contact_impulse[i] + mass[i] * -vn;
+                }
             }
         }
     }

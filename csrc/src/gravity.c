@@ -20,23 +20,37 @@
  * to right (x, y, z). Compiled with -ffp-contract=off.
  */
 #include <math.h>
+#include <string.h>
 #include "internal.h"
+
+PS_INLINE void gravity_drag_impl(double *restrict force, double *restrict vel,
+                                 const double *restrict mass, const double *restrict inv_mass,
+                                 const double *restrict gravity, int n, int dim, double drag)
+{
+    /* An immovable particle gets no force and no velocity, whatever was written: both are
+     * ANDed with a mask of all zero bits (+0.0), with no branch and no conditional store,
+     * and the pointers are restrict (the arrays never overlap), so the loop vectorises. */
+    for (int i = 0; i < n; i++) {
+        uint64_t keep = (uint64_t)0 - (uint64_t)(inv_mass[i] != 0.0);
+        for (int c = 0; c < dim; c++) {
+            double v = vel[(long)i * dim + c], f = mass[i] * (gravity[c] - drag * v);
+            uint64_t bf, bv;
+            memcpy(&bf, &f, sizeof bf);
+            memcpy(&bv, &v, sizeof bv);
+            bf &= keep;
+            bv &= keep;
+            memcpy(force + (long)i * dim + c, &bf, sizeof bf);
+            memcpy(vel + (long)i * dim + c, &bv, sizeof bv);
+        }
+    }
+}
 
 void ps_gravity_drag(double *force, double *vel, const double *mass,
                      const double *inv_mass, const double *gravity,
                      int n, int dim, double drag)
 {
-    for (int i = 0; i < n; i++) {
-        double *f = force + (long)i * dim, *v = vel + (long)i * dim;
-        if (inv_mass[i] == 0.0) {  /* immovable: no force, and no velocity whatever was written */
-            for (int c = 0; c < dim; c++) {
-                f[c] = 0.0;
-                v[c] = 0.0;
-            }
-            continue;
-        }
-        for (int c = 0; c < dim; c++) f[c] = mass[i] * (gravity[c] - drag * v[c]);
-    }
+    if (dim == 2) gravity_drag_impl(force, vel, mass, inv_mass, gravity, n, 2, drag);
+    else gravity_drag_impl(force, vel, mass, inv_mass, gravity, n, 3, drag);
 }
 
 void ps_radial_gravity(double *force, const double *pos, const double *mass,
