@@ -15,7 +15,6 @@
  * Returns the number of particles changed.
  */
 #include <math.h>
-#include <string.h>
 #include "internal.h"
 
 #ifndef PS_COMPILE_FLAGS

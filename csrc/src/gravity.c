@@ -20,27 +20,22 @@
  * to right (x, y, z). Compiled with -ffp-contract=off.
  */
 #include <math.h>
-#include <string.h>
 #include "internal.h"
 
 PS_INLINE void gravity_drag_impl(double *restrict force, double *restrict vel,
                                  const double *restrict mass, const double *restrict inv_mass,
                                  const double *restrict gravity, int n, int dim, double drag)
 {
-    /* An immovable particle gets no force and no velocity, whatever was written: both are
-     * ANDed with a mask of all zero bits (+0.0), with no branch and no conditional store,
-     * and the pointers are restrict (the arrays never overlap), so the loop vectorises. */
+    /* An immovable particle gets no force and no velocity, whatever was written (+0.0,
+     * through ps_blend: no branch), and the pointers are restrict (the arrays never
+     * overlap), so the loop vectorises. */
     for (int i = 0; i < n; i++) {
-        uint64_t keep = (uint64_t)0 - (uint64_t)(inv_mass[i] != 0.0);
+        uint64_t moves = (uint64_t)0 - (uint64_t)(inv_mass[i] != 0.0);
         for (int c = 0; c < dim; c++) {
-            double v = vel[(long)i * dim + c], f = mass[i] * (gravity[c] - drag * v);
-            uint64_t bf, bv;
-            memcpy(&bf, &f, sizeof bf);
-            memcpy(&bv, &v, sizeof bv);
-            bf &= keep;
-            bv &= keep;
-            memcpy(force + (long)i * dim + c, &bf, sizeof bf);
-            memcpy(vel + (long)i * dim + c, &bv, sizeof bv);
+            long q = (long)i * dim + c;
+            double v = vel[q];
+            force[q] = ps_blend(mass[i] * (gravity[c] - drag * v), 0.0, moves);
+            vel[q] = ps_blend(v, 0.0, moves);
         }
     }
 }

@@ -42,13 +42,33 @@ static void record(double *prev_pos, const double *pos, int n, int dim)
     for (long q = 0; q < (long)n * dim; q++) prev_pos[q] = pos[q];
 }
 
+/* Symplectic Euler with no branch: an immovable row's new values are computed and thrown
+ * away (ps_blend keeps the old bits), so the loop vectorises; the same bits as ROWS. */
+PS_INLINE void symplectic_euler_impl(double *restrict pos, double *restrict vel,
+                                     const double *restrict force,
+                                     const double *restrict inv_mass, int n, int dim, double h)
+{
+    for (int i = 0; i < n; i++) {
+        double im = inv_mass[i];
+        uint64_t moves = (uint64_t)0 - (uint64_t)(im != 0.0);
+        for (int c = 0; c < dim; c++) {
+            long q = (long)i * dim + c;
+            double v0 = vel[q], x0 = pos[q];
+            double v1 = v0 + h * (force[q] * im);
+            double x1 = x0 + h * v1;
+            vel[q] = ps_blend(v1, v0, moves);
+            pos[q] = ps_blend(x1, x0, moves);
+        }
+    }
+}
+
 void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
                          const double *force, const double *inv_mass,
                          int n, int dim, double h)
 {
     record(prev_pos, pos, n, dim);
-    ROWS(vel[q] = vel[q] + h * (force[q] * im);
-         pos[q] = pos[q] + h * vel[q];)
+    if (dim == 2) symplectic_euler_impl(pos, vel, force, inv_mass, n, 2, h);
+    else symplectic_euler_impl(pos, vel, force, inv_mass, n, 3, h);
 }
 
 void ps_explicit_euler(double *pos, double *vel, double *prev_pos,

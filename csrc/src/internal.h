@@ -24,6 +24,9 @@
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
 
+#include <stdint.h>
+#include <string.h>
+
 #include "pysoft.h"
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
@@ -38,6 +41,18 @@
 #else
 #define PS_INLINE static inline
 #endif
+
+/* a where mask is all ones, b where it is all zeros, bit for bit (no branch, so a loop of
+ * these vectorises; a select of doubles would be turned into a conditional store). */
+PS_INLINE double ps_blend(double a, double b, uint64_t mask)
+{
+    uint64_t ba, bb;
+    memcpy(&ba, &a, sizeof ba);
+    memcpy(&bb, &b, sizeof bb);
+    ba = (ba & mask) | (bb & ~mask);
+    memcpy(&a, &ba, sizeof a);
+    return a;
+}
 
 /* Dot product summed left to right (x, y, z): the order the twins follow. */
 PS_INLINE double ps_dot(const double *a, const double *b, int dim)

@@ -106,18 +106,21 @@ class _ContactTerm:
             member_count=b["member_count"], body_flags=b["flags"], body_category=b["category"],
             body_mask=b["mask"], body_friction=b["friction"], body_restitution=b["restitution"])
         self.buckets, self.entries, self.pairs = buckets.capacity - 1, entries.capacity, pairs.capacity
+        self.reported = True  # whether the report (touch_*) may hold values since it was cleared
 
     def counts(self) -> tuple[int, int, int, int, int, int]:
         return self.P.n, self.B.n, self.buckets, self.entries, self.pairs, self.ctx.dim
 
     def run(self, h: float) -> None:
         P, s = self.P, self.ctx.settings
-        if self.ctx.pipeline.substep == 0:
+        if self.ctx.pipeline.substep == 0 and self.reported:  # new rows start cleared
             P.view("touch_body")[:] = -1
             P.view("touch_impulse")[:] = 0.0
+            self.reported = False
         if P.n and s._body_collisions and (self.B.n or s._particle_collisions):
             self.call(*self.counts(), s._body_contact_iterations, int(s._particle_collisions), h,
                       s._restitution_threshold)
+            self.reported = True  # the kernel wrote the report: clear it when the next frame starts
 
 
 class BodyCollisions(Feature):
