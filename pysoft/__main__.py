@@ -26,8 +26,7 @@ def info() -> int:
     print(f"numpy {numpy.__version__}, esper {getattr(esper, '__version__', '?')}, "
           f"cffi {cffi.__version__}")
     if _native.AVAILABLE:
-        module = "pysoft._core_v3" if _native.VARIANT == "x86-64-v3" else "pysoft._core"
-        print(f"C core: loaded ({module}, the {_native.VARIANT} build, chosen for this CPU; "
+        print(f"C core: loaded ({_native.MODULE}, the {_native.VARIANT} build, chosen for this CPU; "
               "PYSOFT_VARIANT=baseline picks the other)")
         print(f"compile flags: {_native.compile_flags()}")
         print("default backend: c")

@@ -17,19 +17,20 @@ import warnings
 from typing import Any
 
 VARIANT = ""  # the build of the core in use: "baseline" or "x86-64-v3" ("" when missing)
+MODULE = ""  # the module it was imported from: "pysoft._core" or "pysoft._core_v3"
 try:
     from pysoft._core import ffi, lib
 
     AVAILABLE = True
     IMPORT_ERROR: str | None = None
-    VARIANT = "baseline"
+    VARIANT, MODULE = "baseline", "pysoft._core"
     # the x86-64-v3 build where this CPU has it, unless PYSOFT_VARIANT=baseline asks for the
     # other (results are the same bit for bit: tests/test_determinism.py runs both)
     if lib.ps_cpu_has_x86_64_v3() and os.environ.get("PYSOFT_VARIANT", "") != "baseline":
         try:
             from pysoft._core_v3 import ffi, lib
 
-            VARIANT = "x86-64-v3"
+            VARIANT, MODULE = "x86-64-v3", "pysoft._core_v3"
         except ImportError:  # built where the compiler had no -march=x86-64-v3
             pass
 except ImportError as exc:  # pragma: no cover - exercised only without a build

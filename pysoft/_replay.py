@@ -44,7 +44,7 @@ class Origin:
     row: int
     substep: int  # 0-based, within the frame; -1: already unstable when the frame began
     name: str  # the pass ("springs", "integrator (symplectic_euler)", ...), or "" at the start
-    what: str  # "position", "velocity" or "force"
+    what: str  # "position" or "velocity" (not finite), "speed" (above max_speed) or "force"
     # the force each force term gave the particle in that substep (N, by size; the
     # substep's own state only), when the pass was the integrator's
     forces: tuple[tuple[str, float], ...] = ()
@@ -107,7 +107,7 @@ class _Watch:
         self.origin: Origin | None = None
         self.parts: list[tuple[str, np.ndarray]] = []  # this substep's force per term (MAIN)
 
-    def check(self, name: str, force: str = "") -> None:
+    def check(self, name: str, force: str = "", integrator: bool = False) -> None:
         if self.origin is not None:
             return
         n = self.P.n
@@ -119,10 +119,10 @@ class _Watch:
         row = int(self.find(n, self.dim, self.top))
         if row >= 0:
             a = self.P.arrays
-            what = "position" if not np.isfinite(a["pos"][row]).all() else "velocity"
+            what = ("position" if not np.isfinite(a["pos"][row]).all() else
+                    "velocity" if not np.isfinite(a["vel"][row]).all() else "speed")
             forces = sorted(((term, float(np.linalg.norm(f[row]))) for term, f in self.parts
-                             if f[row].any()),
-                            key=lambda tf: -tf[1]) if name.startswith("integrator") else []
+                             if f[row].any()), key=lambda tf: -tf[1]) if integrator else []
             self.origin = Origin(row, self.substep, name, what, tuple(forces))
 
 
@@ -161,7 +161,7 @@ class _Integrator:
 
     def run(self, h: float, pipeline: Pipeline) -> None:
         self.integrator.run(h, pipeline)
-        self.watch.check(f"integrator ({self.kind})")
+        self.watch.check(f"integrator ({self.kind})", integrator=True)
 
     def velocity_from_positions(self, h: float) -> None:
         self.integrator.velocity_from_positions(h)

@@ -22,6 +22,7 @@ FAILED ...``; :func:`selftest` returns the exit status (0 only when no check fai
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import time
@@ -57,8 +58,7 @@ def _backends() -> tuple[str, ...]:
 
 def check_core() -> Outcome:
     if _native.AVAILABLE:
-        import pysoft._core as core
-
+        core = importlib.import_module(_native.MODULE)  # the build this CPU loaded
         return True, f"loaded ({core.__file__})"
     if _require_c():
         return False, f"missing and PYSOFT_REQUIRE_C is set ({_native.IMPORT_ERROR})"

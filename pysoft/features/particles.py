@@ -214,18 +214,18 @@ class InstabilityScan:
                    else "a replay of the frame did not reproduce it")
             message = f"particle {entity} (row {row}) went unstable by t={end:.6g} s: {state}; {why}"
             return InstabilityError(message, entity, row)
-        bad = ("was not finite" if origin.what == "force" else "went non-finite"
-               if origin.what == "position" or not np.isfinite(a["vel"][row]).all()
-               else f"went faster than max_speed {s._max_speed:g} m/s")
+        bad = {"position": "its position went non-finite", "velocity": "its velocity went non-finite",
+               "speed": f"its velocity went faster than max_speed {s._max_speed:g} m/s",
+               "force": "its force was not finite"}[origin.what]
         if origin.substep < 0:
             message = (f"particle {entity} (row {row}) was already unstable when the frame began "
-                       f"at t={t0:.6g} s (its {origin.what} {bad} in an earlier frame, or was set so "
-                       f"between frames); by t={end:.6g} s: {state}")
+                       f"at t={t0:.6g} s ({bad} in an earlier frame, or was set so between frames); "
+                       f"by t={end:.6g} s: {state}")
             return InstabilityError(message, entity, row)
         k = origin.substep
         message = (f"particle {entity} (row {row}) went unstable in substep {k + 1} of "
-                   f"{s._substeps} (t={t0 + k * h:.6g} to {t0 + (k + 1) * h:.6g} s): its "
-                   f"{origin.what} {bad} in the {origin.name} pass")
+                   f"{s._substeps} (t={t0 + k * h:.6g} to {t0 + (k + 1) * h:.6g} s): {bad} in "
+                   f"the {origin.name} pass")
         if origin.forces:
             message += " under the forces of " + ", ".join(f"{term} ({f:.3g} N)" for term, f in origin.forces)
         message += f"; by t={end:.6g} s: {state}"
