@@ -21,6 +21,14 @@ EDGE_LEVER = 2.0
 # starting outside it, so the swept test finds the face it came through (collide.c)
 SWEEP_SLOP = 1e-9
 
+# m/s: how fast a collider pushes out a particle that began the substep inside it (spawned
+# overlapping a wall, written into a box, pushed in by its body's constraints): each substep it
+# comes out by at most this speed times h beyond the penetration it gained in the substep, the
+# rest in later substeps (Box2D's contact push-out speed). Pushed out at once, a body spawned
+# 0.18 m into a wall was squashed flat against it in one substep and its constraints threw it
+# off at 10 m/s (collide.c)
+MAX_PUSHOUT_SPEED = 1.0
+
 # m/s: the most velocity one XPBD constraint correction may give a particle (velocities follow
 # the corrections). A body spawned into a wall or turned inside out is corrected by far more
 # than its motion in one substep; following all of it threw such bodies at 13-41 m/s. Scaled
@@ -37,5 +45,6 @@ CELL_LIMIT = 1073741824.0
 
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
+            "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
             "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_CELL_LIMIT": CELL_LIMIT}

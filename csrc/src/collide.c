@@ -344,27 +344,64 @@ PS_INLINE double deepest(int *best_j, double *best_n, const double *x, const dou
     return best;
 }
 
-/* Was the particle (radius r) touching collider j at the substep's start? Its start
- * position p0, carried along by the surface (p0 + h u), lies within rest_speed h of the
- * grown shape: a particle that arrives from free flight slower than rest_speed bounces
- * no more than one that started the substep on the surface. */
+/* How deep (0: not) the particle's start p0, carried along by collider j's surface
+ * (p0 + h u), lies inside j's shape grown by r: its nearest surface, as for a static contact. */
+PS_INLINE double start_depth(const double *p0, const double *u, double h, double r, int j,
+                             const int32_t *kind, const double *center, const double *rotation,
+                             const int32_t *face_start, const int32_t *face_count,
+                             const double *face_normal, const double *face_offset,
+                             const double *cap_a, const double *cap_b, const double *cap_radius,
+                             int dim)
+{
+    double y[3], yl[3], nl[3];
+    for (int c = 0; c < dim; c++) y[c] = p0[c] + h * u[c];
+    to_local(yl, y, center + (long)j * dim, rotation + (long)j * dim * dim, dim);
+    return shape_contact(nl, yl, yl, r, j, kind, face_start, face_count, face_normal,
+                         face_offset, cap_a, cap_b, cap_radius, dim);
+}
+
+#define PS_SHAPES kind, center, rotation, face_start, face_count, face_normal, face_offset, \
+                  cap_a, cap_b, cap_radius, dim
+
+/* Was the particle (radius r) touching collider j at the substep's start? Its carried
+ * start lies within rest_speed h of the grown shape: a particle that arrives from free
+ * flight slower than rest_speed bounces no more than one that started the substep on the
+ * surface. */
 PS_INLINE int touching(const double *p0, const double *u, double h, double r, double rest_speed,
                        int j, const int32_t *kind, const double *center, const double *rotation,
                        const int32_t *face_start, const int32_t *face_count,
                        const double *face_normal, const double *face_offset, const double *cap_a,
                        const double *cap_b, const double *cap_radius, int dim)
 {
-    double y[3], yl[3], nl[3];
-    for (int c = 0; c < dim; c++) y[c] = p0[c] + h * u[c];
-    to_local(yl, y, center + (long)j * dim, rotation + (long)j * dim * dim, dim);
-    return shape_contact(nl, yl, yl, r + rest_speed * h, j, kind, face_start, face_count,
-                         face_normal, face_offset, cap_a, cap_b, cap_radius, dim) > 0.0;
+    return start_depth(p0, u, h, r + rest_speed * h, j, PS_SHAPES) > 0.0;
+}
+
+/* How far to push out a particle found `depth` inside collider j: all of it, unless it
+ * began the substep inside (its carried start d0 deep) by more than PS_MAX_PUSHOUT_SPEED h;
+ * then only so far that it stays d0 - PS_MAX_PUSHOUT_SPEED h deep (the rest in later
+ * substeps). The start is carried by the surface velocity at p0, as in deepest(). Cheap
+ * where it cannot matter: no push of at most PS_MAX_PUSHOUT_SPEED h is limited. */
+PS_INLINE double pushout(double depth, const double *p0, double h, double r, int j,
+                         const double *velocity, const double *angular_velocity,
+                         const int32_t *kind, const double *center, const double *rotation,
+                         const int32_t *face_start, const int32_t *face_count,
+                         const double *face_normal, const double *face_offset,
+                         const double *cap_a, const double *cap_b, const double *cap_radius,
+                         int dim)
+{
+    double step = PS_MAX_PUSHOUT_SPEED * h;
+    if (!(depth > step)) return depth;
+    double u[3];
+    surface_velocity(u, p0, j, center, velocity, angular_velocity, dim);
+    double keep = start_depth(p0, u, h, r, j, PS_SHAPES) - step;
+    return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
 }
 
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \
                                  angular_velocity, face_start, face_count, face_normal, \
                                  face_offset, cap_a, cap_b, cap_radius, bound, grow, plane, \
                                  nplane, k, dim, h, any_moving)
+#define PS_PUSHOUT(D, J) pushout(D, p0, h, radius[i], J, velocity, angular_velocity, PS_SHAPES)
 
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
@@ -429,6 +466,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 double best = PS_DEEPEST(&j, best_n);
                 if (j < 0) break;
                 contacts++;
+                best = PS_PUSHOUT(best, j);
                 const double *nrm = best_n;
                 for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
                 double u[3];
@@ -475,6 +513,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 int j;
                 double best = PS_DEEPEST(&j, best_n);
                 if (j < 0) break;
+                best = PS_PUSHOUT(best, j);
                 for (int c = 0; c < dim; c++) x[c] = x[c] + best * best_n[c];
                 double u[3], vr[3];
                 surface_velocity(u, x, j, center, velocity, angular_velocity, dim);

@@ -15,6 +15,8 @@
  *                   contact point's move (edges.c);
  *   PS_SWEEP_SLOP   how far inside a polytope face a substep's start may be and
  *                   still count as outside it for the swept test (collide.c);
+ *   PS_MAX_PUSHOUT_SPEED   how fast a collider pushes out a particle that began
+ *                   the substep inside it (collide.c);
  *   PS_MAX_CORRECTION_SPEED   the most velocity one XPBD correction gives a
  *                   particle (constraints.c);
  *   PS_INVERSION_GAIN   how much harder an area spring pushes its triangle back
@@ -31,6 +33,7 @@
 
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
+    || !defined(PS_MAX_PUSHOUT_SPEED) \
     || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN) \
     || !defined(PS_CELL_LIMIT)
 #error "build the core through pysoft/_build.py: it defines the shared constants"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft._constants import SWEEP_SLOP
+from pysoft._constants import MAX_PUSHOUT_SPEED, SWEEP_SLOP
 from pysoft.twins._common import F64, I32, MIN_LENGTH, POLYTOPE, dot
 
 
@@ -182,20 +182,47 @@ def _deepest(idx: np.ndarray, pos: F64, prev_pos: F64, radius: F64, kind: I32, c
     return best, best_j, best_n
 
 
+def _start_depth(p0: F64, u: F64, h: float, r: F64, j: np.ndarray, kind: I32, center: F64,
+                 rotation: F64, face_start: I32, face_count: I32, face_normal: F64,
+                 face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64, dim: int) -> F64:
+    """How deep each particle's start, carried by its collider j's surface (p0 + h u), lies
+    inside j's shape grown by r (0: not), as C's start_depth()."""
+    y = p0 + h * u
+    out = np.zeros(len(j))
+    for jj in np.unique(j):
+        sel = np.flatnonzero(j == jj)
+        yl = _to_local(y[sel], center[jj], rotation[jj], dim)
+        out[sel], _ = _shape_contact(yl, yl, r[sel], jj, kind, face_start, face_count, face_normal,
+                                     face_offset, cap_a, cap_b, cap_radius, dim)
+    return out
+
+
 def _touching(p0: F64, u: F64, h: float, r: F64, rest_speed: float, j: np.ndarray, kind: I32,
               center: F64, rotation: F64, face_start: I32, face_count: I32, face_normal: F64,
               face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64, dim: int) -> np.ndarray:
     """Whether each particle touched its collider j at the substep's start (p0 + h u within
     rest_speed h of the grown shape), as C's touching()."""
-    y = p0 + h * u
-    grown = r + rest_speed * h
-    out = np.zeros(len(j), dtype=bool)
-    for jj in np.unique(j):
-        sel = np.flatnonzero(j == jj)
-        yl = _to_local(y[sel], center[jj], rotation[jj], dim)
-        depth, _ = _shape_contact(yl, yl, grown[sel], jj, kind, face_start, face_count, face_normal,
-                                  face_offset, cap_a, cap_b, cap_radius, dim)
-        out[sel] = depth > 0.0
+    return _start_depth(p0, u, h, r + rest_speed * h, j, kind, center, rotation, face_start,
+                        face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, dim) > 0.0
+
+
+def _pushout(depth: F64, p0: F64, h: float, r: F64, j: np.ndarray, velocity: F64,
+             angular_velocity: F64, kind: I32, center: F64, rotation: F64, face_start: I32,
+             face_count: I32, face_normal: F64, face_offset: F64, cap_a: F64, cap_b: F64,
+             cap_radius: F64, dim: int) -> F64:
+    """How far to push out each particle found ``depth`` inside its collider j, as C's
+    pushout(): all of it, unless it began the substep inside by more than
+    MAX_PUSHOUT_SPEED h; then it stays that much less deep than it began."""
+    step = MAX_PUSHOUT_SPEED * h
+    out = depth.copy()
+    far = np.flatnonzero(depth > step)
+    if len(far):
+        u = _surface_velocity(p0[far], j[far], center, velocity, angular_velocity, dim)
+        keep = _start_depth(p0[far], u, h, r[far], j[far], kind, center, rotation, face_start,
+                            face_count, face_normal, face_offset, cap_a, cap_b, cap_radius,
+                            dim) - step
+        d = depth[far]
+        out[far] = np.where(keep > 0.0, np.where(d > keep, d - keep, 0.0), d)
     return out
 
 
@@ -229,6 +256,8 @@ def collide(
     then particles whose slip was undone are projected out again without friction."""
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
              cap_b, cap_radius, bound, grow, k, dim, velocity, angular_velocity, h)
+    shapes = (velocity, angular_velocity, kind, center, rotation, face_start, face_count,
+              face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
     contacts = 0
     support[:n] = 0.0
     active = np.flatnonzero(inv_mass[:n] != 0.0)
@@ -239,6 +268,7 @@ def collide(
         best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        best = _pushout(best, prev_pos[active], h, radius[active], j_, *shapes)
         contacts += len(active)
         x = pos[active] + best[:, None] * nrm
         u = _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
@@ -279,6 +309,7 @@ def collide(
         best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        best = _pushout(best, prev_pos[active], h, radius[active], j_, *shapes)
         x = pos[active] + best[:, None] * nrm
         pos[active] = x
         vr = vel[active] - _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
