@@ -654,3 +654,34 @@ def test_a_body_spawned_inside_a_big_disc_is_pushed_out_whole() -> None:
         w.step()
     assert float(np.linalg.norm(w.positions, axis=1).min()) >= 1.0 - 1e-6
     assert float(np.linalg.norm(w.velocities, axis=1).max()) < 5.0
+
+
+@pytest.mark.parametrize("shape", ["plane", "box", "disc"])
+def test_a_particle_that_starts_inside_is_pushed_out_at_the_pushout_speed(backend: str, shape: str) -> None:
+    """A particle (radius r, no gravity, at rest) placed d0 = 0.1 m deep inside a collider is
+    pushed out along the normal by MAX_PUSHOUT_SPEED h per substep, without velocity: after
+    k substeps its depth is d0 - k v h (to 1e-12 m), it is out after ceil(d0 / (v h))
+    substeps, and its velocity stays zero. (Pushed out at once, a body spawned into a wall was
+    squashed flat against it and thrown off.)"""
+    from pysoft._constants import MAX_PUSHOUT_SPEED as V
+
+    w = pysoft.World(dim=2, gravity=(0.0, 0.0), dt=DT, substeps=SUBSTEPS, backend=backend)
+    d0 = 0.1
+    if shape == "plane":
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+        start, depth = (0.0, R - d0), (lambda p: R - p[1])
+    elif shape == "box":
+        w.add_collider(pysoft.Box((0.0, -1.0), (2.0, 1.0)))
+        start, depth = (0.0, R - d0), (lambda p: R - p[1])
+    else:
+        w.add_collider(pysoft.Disc((0.0, -1.0), 1.0))
+        start, depth = (0.0, R - d0), (lambda p: 1.0 + R - math.hypot(p[0], p[1] + 1.0))
+    p = w.add_particle(start, mass=1.0, radius=R)
+    frames = math.ceil(d0 / (V * H) / SUBSTEPS)
+    for f in range(1, frames + 1):
+        w.step()
+        pos, vel = w.particle(p).position, w.particle(p).velocity
+        assert np.array_equal(vel, (0.0, 0.0))
+        expected = max(d0 - f * SUBSTEPS * V * H, 0.0)
+        assert abs(max(depth(pos), 0.0) - expected) < 1e-12, f"frame {f}"
+    assert depth(w.particle(p).position) <= 1e-12
