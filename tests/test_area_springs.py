@@ -126,15 +126,23 @@ def test_area_springs_are_2d() -> None:
 
 def test_which_builder_bodies_get_them() -> None:
     """A spring lattice (a box's 4 x 4 cells: 32 triangles; a gas box keeps its lattice) gets
-    area springs; one with shape matching (which orients it) or XPBD area constraints does
-    not. A ring of springs gets one per edge, on the edge and the particle across the ring
-    (16 for the default 16 segments); a gas bag (a ring of outline springs holding gas) none."""
+    area springs, one with shape matching too (AREA_UNDER_MATCHING times as stiff: they only
+    give a mirrored body its direction); XPBD (area constraints) does not. A ring of springs
+    gets one per edge, on the edge and the particle across the ring (16 for the default 16
+    segments); a gas bag (a ring of outline springs holding gas) none."""
     for model, count in (("springs", 32), ("springs+pressure", 32), ("pressure", 32),
-                         ("springs+shape_matching", 0), ("xpbd", 0)):
+                         ("springs+shape_matching", 32), ("xpbd", 0)):
         w = pysoft.World()
         build.box(w, model=model)
         assert w.store.tables["area_springs"].n == count, model
-    for model, count in (("springs", 16), ("springs+shape_matching", 0), ("pressure", 0), ("xpbd", 0)):
+    stiffness = {}
+    for model in ("springs", "springs+shape_matching"):
+        w = pysoft.World()
+        build.box(w, model=model)
+        stiffness[model] = w.store.tables["area_springs"].view("stiffness").copy()
+    assert np.allclose(stiffness["springs+shape_matching"], build.AREA_UNDER_MATCHING * stiffness["springs"],
+                       rtol=1e-12, atol=0.0)
+    for model, count in (("springs", 16), ("springs+shape_matching", 16), ("pressure", 0), ("xpbd", 0)):
         w = pysoft.World()
         build.circle(w, model=model)
         assert w.store.tables["area_springs"].n == count, model

@@ -202,8 +202,6 @@ def _press(w: pysoft.World, members: list[int]) -> tuple[int, float, int]:
 
 
 # Cells that do not hold yet: each names what is wrong, with its figures (as measured).
-FIGHT = ("springs hold the mirror image while shape matching pulls it back: they fight, and it turns "
-         "back only after 3 s (a body with shape matching gets no area springs: shape matching orients it)")
 FOLDED = ("the gas pushes the inside-out lattice back through itself faster than its area springs "
           "unfold the outline: a fold of the outline stays (edge crossings)")
 EJECTED = ("squashed past what its constraints allow (area_compliance 0: incompressible), it is "
@@ -211,7 +209,6 @@ EJECTED = ("squashed past what its constraints allow (area_compliance 0: incompr
            "corrections become velocity, up to 3 m/s each, that the contact does not take back); it "
            "rolls away and rocks over its facets until 9.9 s")
 KNOWN = {cell: f"{figures}: {cause}" for cell, (cause, figures) in {
-    "mirrored-hexagon-springs+shape_matching": (FIGHT, "area -0.248 at 3 s, 0.995 at 10 s"),
     "mirrored-disc-pressure": (FOLDED, "area 0.935, 1 crossing"),
     "mirrored-disc-springs+pressure": (FOLDED, "area 0.935, 1 crossing"),
     "pressed-disc-xpbd": (EJECTED, "0.08 m/s in the last 0.5 s"),
