@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pysoft
-from pysoft import bench, scenes
+from pysoft import bench, peers, scenes
 
 pytestmark = pytest.mark.skipif(not pysoft.C_AVAILABLE, reason="the reference loop is in the C core")
 
@@ -79,12 +79,15 @@ def test_the_bench_reports_memory_per_row() -> None:
     assert bench.row_bytes(world.store.springs) >= 2 * 4 + 3 * 8  # two ends, three parameters
 
 
-def test_the_pymunk_peer_lands_the_boxes_and_is_timed() -> None:
-    """`bench --peers`: pymunk steps the same 200-particle scene in the same rounds as World.step,
-    and 2 s in its boxes have landed (mean height 0.35-0.55 m, pysoft's settles at 0.437): its
-    figure counts. The ratio is the two timings' (pymunk's seconds per step over pysoft's)."""
-    pytest.importorskip("pymunk")
+@pytest.mark.parametrize("peer", ["pymunk", "mujoco"])
+def test_a_peer_lands_the_boxes_and_is_timed(peer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench --peers`: the peer steps the same 200-particle scene in the same rounds as
+    World.step, and over 1.5-2 s its boxes have landed (mean height 0.35-0.55 m, pysoft's
+    settles at 0.437): its figure counts. The ratio is the two timings' (the peer's seconds per
+    step over pysoft's)."""
+    pytest.importorskip(peer)
+    monkeypatch.setattr(peers, "PEERS", {peer: peers.PEERS[peer]})
     (r,) = bench.bench_peers(200, rounds=1, steps=2)
-    assert r["peer"] == "pymunk" and r["particles"] == 200
+    assert r["peer"] == peer and r["particles"] == 200
     assert r["landed"] and 0.35 <= r["height"] <= 0.55
     assert r["pysoft_over_peer"] == pytest.approx(r["pysoft_steps_per_s"] / r["steps_per_s"])

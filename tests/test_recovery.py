@@ -202,8 +202,11 @@ def _press(w: pysoft.World, members: list[int]) -> tuple[int, float, int]:
 
 
 # Cells that do not hold yet: each names what is wrong, with its figures (as measured).
-FOLDED = ("the gas pushes the inside-out lattice back through itself faster than its area springs "
-          "unfold the outline: a fold of the outline stays (edge crossings)")
+FOLDED = ("turned inside out, each outer triangle's area spring flips it about its inner edge and "
+          "the gas (inverted: at its bound of 10x the rest pressure) pushes the same way: the outline "
+          "passes through the inner ring to the centre in 3 frames and comes back wrapped round inner "
+          "particles (a fold of the outline stays; with no gas while inverted, or the rest pressure, "
+          "it folds too)")
 EJECTED = ("squashed past what its constraints allow (area_compliance 0: incompressible), it is "
            "squeezed out sideways past the plate's ends at up to 14 m/s (each substep's constraint "
            "corrections become velocity, up to 3 m/s each, that the contact does not take back); it "
