@@ -197,3 +197,26 @@ def test_body_contacts_twin_takes_a_nan_position_as_c_does() -> None:
         args["pos"][0, 0] = np.nan
         _kernels.call("body_contacts", backend, *scalars_of("body_contacts", args),
                       **arrays_of("body_contacts", args))
+
+
+def test_the_twins_scatter_add_is_np_add_at_bit_for_bit() -> None:
+    """``twins._common.scatter_add`` (bincount per column) against ``np.add.at`` on rows that
+    repeat, rows with no additions, and values among -0.0, 0.0, tiny, huge, inf and NaN:
+    the same bytes, the sign of every zero included, NaN where NaN (not its payload, which
+    IEEE leaves to the machine and compilers may swap the operands of a sum for)."""
+    from pysoft.twins._common import scatter_add
+
+    rng = np.random.default_rng(7)
+    pool = np.array([-0.0, 0.0, 1e-300, -1e-300, 1.0, -3.5, 1e300, -1e300, np.inf, -np.inf, np.nan])
+    for trial in range(200):
+        n, m = int(rng.integers(1, 12)), int(rng.integers(0, 40))
+        out = rng.choice(pool, size=(n, 2)) if trial % 2 else rng.normal(size=(n, 2))
+        rows = rng.integers(0, n, size=m)
+        vals = rng.choice(pool, size=(m, 2)) if trial % 3 else rng.normal(size=(m, 2))
+        want, got = out.copy(), out.copy()
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.add.at(want, rows, vals)
+            scatter_add(got, rows, vals)
+        nan = np.isnan(want)
+        assert np.array_equal(nan, np.isnan(got)), trial
+        assert want[~nan].tobytes() == got[~nan].tobytes(), trial

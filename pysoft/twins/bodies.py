@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft.twins._common import F64, I32, ranges
+from pysoft.twins._common import F64, I32, ranges, scatter_add
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
@@ -25,7 +25,7 @@ def pressure(
     half = 0.5 * (amount[:nb] / np.where(area > min_area[:nb], area, min_area[:nb]))
     f = np.stack([half[body] * (q[:, 1] - p[:, 1]), half[body] * -(q[:, 0] - p[:, 0])], axis=1)
     rows = np.stack([outline[j], outline[nxt]], axis=1).reshape(-1)
-    np.add.at(force, rows, np.repeat(f, 2, axis=0))
+    scatter_add(force, rows, np.repeat(f, 2, axis=0))
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
@@ -61,7 +61,7 @@ def shape_match(
     f = np.stack([mk * (tx - x[:, 0]) + md * (gx - v[:, 0]),
                   mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
     live = inv_mass[idx] != 0.0
-    np.add.at(force, idx[live], f[live])
+    scatter_add(force, idx[live], f[live])
 
 
 def rolling_resistance(

@@ -242,6 +242,33 @@ def _surface_velocity(x: F64, j: np.ndarray, center: F64, velocity: F64, angular
     return u
 
 
+def _near_planes(pos: F64, prev_pos: F64, radius: F64, n: int, kind: I32, center: F64,
+                 rotation: F64, velocity: F64, angular_velocity: F64, face_start: I32,
+                 face_count: I32, face_normal: F64, face_offset: F64, k: int,
+                 dim: int) -> np.ndarray | None:
+    """When every collider is a still plane (a floor, walls; at most 8, as C's block pre-pass
+    takes them), which particles may touch one: not those whose path stays clear of every
+    plane, both ends above it and the end by more than r, with C's margin for the rounding
+    (clear_of_plane), so no contact is ever skipped and the results are those of the full
+    search. None when the colliders are not all still planes."""
+    if k > 8 or not all(kind[j] == POLYTOPE and face_count[j] == 1 and not velocity[j].any()
+                        and not angular_velocity[j].any() for j in range(k)):
+        return None
+    x, p0, r = pos[:n], prev_pos[:n], radius[:n]
+    spread = np.zeros(n)
+    for a in range(dim):
+        spread = spread + np.abs(x[:, a]) + np.abs(p0[:, a])
+    near = np.zeros(n, dtype=bool)
+    for j in range(k):
+        nl, ol, c = face_normal[face_start[j]], float(face_offset[face_start[j]]), center[j]
+        pw = _to_world(nl[None, :], rotation[j], dim)[0]
+        o = ol + float(sum(pw[a] * c[a] for a in range(dim)))
+        scale = 1.0 + abs(ol) + float(np.abs(c).sum())
+        slack = 1e-12 * (scale + spread)
+        near |= ~((_vdot(pw, x, dim) - o > r + slack) & (_vdot(pw, p0, dim) - o > slack))
+    return near
+
+
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
 def collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
@@ -260,7 +287,9 @@ def collide(
               face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
     contacts = 0
     support[:n] = 0.0
-    active = np.flatnonzero(inv_mass[:n] != 0.0)
+    near = _near_planes(pos, prev_pos, radius, n, kind, center, rotation, velocity, angular_velocity,
+                        face_start, face_count, face_normal, face_offset, k, dim)
+    active = np.flatnonzero((inv_mass[:n] != 0.0) if near is None else (inv_mass[:n] != 0.0) & near)
     slipped = np.zeros(n, dtype=bool)
     for _ in range(iterations):
         if not len(active) or not k:

@@ -10,9 +10,12 @@ from pysoft.twins._common import F64, dot
 def find_unstable(pos: F64, vel: F64, n: int, dim: int, max_speed: float) -> int:
     """First row with a non-finite position/velocity or speed above max_speed, else -1."""
     x, v = pos[:n], vel[:n]
-    finite = np.isfinite(x).all(axis=1) & np.isfinite(v).all(axis=1)
     with np.errstate(invalid="ignore", over="ignore"):
-        bad = ~finite | (dot(v, v, dim) > max_speed * max_speed)
+        fast = dot(v, v, dim) > max_speed * max_speed
+    if np.isfinite(x).all() and np.isfinite(v).all():  # the common case: one test per array
+        bad = fast
+    else:
+        bad = ~(np.isfinite(x).all(axis=1) & np.isfinite(v).all(axis=1)) | fast
     rows = np.flatnonzero(bad)
     return int(rows[0]) if len(rows) else -1
 

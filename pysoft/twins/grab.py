@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from pysoft.twins._common import F64, I32
+from pysoft.twins._common import F64, I32, scatter_add
 
 
 def grab(
@@ -14,4 +12,4 @@ def grab(
     """Add k (t - x) - c v to each grabbed particle, grabs in index order."""
     i = particle[:m, 0]
     f = stiffness[:m, None] * (target[:m] - pos[i]) - damping[:m, None] * vel[i]
-    np.add.at(force, i, f)
+    scatter_add(force, i, f)

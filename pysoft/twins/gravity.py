@@ -14,6 +14,9 @@ def gravity_drag(
     """Set ``force = m (g - drag v)`` for movable particles; force and velocity 0 for immovable
     ones (whatever velocity was written to them)."""
     movable = inv_mass[:n] != 0.0
+    if movable.all():  # the common case, without the masks' copies: the same operations
+        np.multiply(mass[:n, None], gravity[None, :dim] - drag * vel[:n], out=force[:n])
+        return
     force[:n] = 0.0
     vel[:n][~movable] = 0.0
     force[:n][movable] = mass[:n, None][movable] * (gravity[None, :dim] - drag * vel[:n][movable])

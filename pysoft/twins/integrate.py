@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from pysoft.twins._common import F64
 
 
@@ -11,6 +13,13 @@ def symplectic_euler(
     """``p = x`` (all rows); ``v += h a; x += h v`` for movable particles."""
     prev_pos[:n] = pos[:n]
     mv = inv_mass[:n] != 0.0
+    if mv.all():  # the common case, without the masks' copies: the same operations
+        step = force[:n] * inv_mass[:n, None]
+        step *= h
+        vel[:n] += step
+        np.multiply(vel[:n], h, out=step)
+        pos[:n] += step
+        return
     im = inv_mass[:n, None][mv]
     vel[:n][mv] = vel[:n][mv] + h * (force[:n][mv] * im)
     pos[:n][mv] = pos[:n][mv] + h * vel[:n][mv]
