@@ -48,7 +48,7 @@
  *
  * Resolution, relative to the collider's surface velocity at the contact,
  * u = v_c + w x (x - c) (w: angular velocity, (k, 3); in 2D only w_z):
- *   x += depth n;  vn = (v - u) . n;  if vn < 0:
+ *   x += push n;  vn = (v - u) . n;  if vn < 0:
  *     vn' = -e vn, or 0 if -vn <= rest_speed or the particle was touching the
  *     surface at the substep's start (its start position, carried by the surface,
  *     within rest_speed h of the grown shape): a particle pressed onto a floor by
@@ -59,6 +59,15 @@
  *     tangential displacement relative to the surface is undone (no creep);
  *     else |vt| shrinks by mu dvn (kinetic); then vt *= keep (the material's
  *     exponential tangential damping, keep = exp(-rate h), seed 000).
+ * push is the depth, unless the particle began the substep inside the collider
+ * (its start, carried by the surface, d0 deep in the grown shape) by more than
+ * PS_MAX_PUSHOUT_SPEED h: then it is pushed only so far that it stays
+ * d0 - PS_MAX_PUSHOUT_SPEED h deep (pushout()), and comes out over later
+ * substeps, at that speed beyond the penetration it gains (Box2D's contact
+ * push-out speed). A particle spawned or written deep into a collider, or pushed
+ * in by its body's constraints, does not jump out in one substep (its body,
+ * squashed flat against a wall at once, threw it off at 10 m/s). The push moves
+ * it and gives it no velocity.
  * Undoing the slip along one surface can move a particle back into another
  * (the floor's friction undoing a wall's push-out, which would leave a grain
  * inside the wall for ever): a particle whose slip was undone is projected out
