@@ -206,7 +206,8 @@ FOLDED = ("turned inside out, each outer triangle's area spring flips it about i
           "the gas (inverted: at its bound of 10x the rest pressure) pushes the same way: the outline "
           "passes through the inner ring to the centre in 3 frames and comes back wrapped round inner "
           "particles (a fold of the outline stays; with no gas while inverted, or the rest pressure, "
-          "it folds too)")
+          "it folds too). The outcome is chaotic in the area springs' stiffness: the disc comes back "
+          "at 0.5-1.2, 1.4 and 1.5 k, keeps folds at 1.3, 1.6, 1.8 and the builders' 2 k")
 EJECTED = ("squashed past what its constraints allow (area_compliance 0: incompressible), it is "
            "squeezed out sideways past the plate's ends at up to 14 m/s (each substep's constraint "
            "corrections become velocity, up to 3 m/s each, that the contact does not take back); it "
