@@ -220,3 +220,40 @@ def test_the_twins_scatter_add_is_np_add_at_bit_for_bit() -> None:
         nan = np.isnan(want)
         assert np.array_equal(nan, np.isnan(got)), trial
         assert want[~nan].tobytes() == got[~nan].tobytes(), trial
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int) -> None:
+    """The collide kernel's path for a world whose colliders are all still planes (a floor and
+    walls: the search in the world frame, samplers' mixed colliders never take it): rotated and
+    offset planes, particles deep inside one at the substep's start (pushed out at the push-out
+    speed), resting on one, arriving fast, in a corner between two. C and twin bit for bit."""
+    from samplers import collider_arrays, particles
+
+    from pysoft import shapes
+
+    rng = np.random.default_rng(seed)
+    normals = [(0.0, 1.0, 0.0), (np.cos(0.3), np.sin(0.3), 0.0), (-1.0, 0.2, 0.0)]
+    planes = [shapes.Plane(np.array(nrm[:dim]) / np.linalg.norm(nrm[:dim]), float(off))
+              for nrm, off in zip(normals, (-0.5, -1.2, -1.0), strict=True)][: seed + 1]
+    colliders = collider_arrays([p.geometry(dim) for p in planes], dim)
+    k, n, h = len(planes), 400, 1.0 / 480.0
+    p = particles(rng, n, dim)
+    prev = p["pos"] - h * rng.normal(0.0, 30.0, (n, dim))
+    prev[: n // 4] = p["pos"][: n // 4] + rng.normal(0.0, 0.002, (n // 4, dim))  # slow: resting or deep
+    args = {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n),
+            "support": np.zeros((n, dim)), "prev_pos": prev, "radius": rng.uniform(0.0, 0.05, n),
+            "mass": p["mass"], "inv_mass": p["inv_mass"], **colliders,
+            "velocity": np.zeros((k, dim)), "angular_velocity": np.zeros((k, 3)),
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
+            "rest_speed": 0.25}
+    deep = (p["pos"][:, 1] < -0.5 - 0.01).sum()
+    assert deep > 10  # some start deep in the floor: the push-out speed limits them
+    out = {backend: _copy(args) for backend in ("c", "python")}
+    counts = {backend: _run("collide", backend, out[backend]) for backend in out}
+    assert counts["c"] == counts["python"] > 0
+    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"):
+        assert out["c"][name].tobytes() == out["python"][name].tobytes(), name

@@ -406,6 +406,48 @@ PS_INLINE double pushout(double depth, const double *p0, double h, double r, int
     return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
 }
 
+/* Still planes (every collider one, as collide_impl finds them: world normal n, offset o of
+ * n . y <= o): the contact search and its helpers in the world frame. A plane's contact, swept
+ * or static, is at depth r - (n . x - o) along n whenever that is positive; these give what
+ * deepest(), pushout() and touching() give for planes, computed in the world frame instead of
+ * the plane's (no frame change per particle: this is the floor-and-walls scene). */
+PS_INLINE double plane_deepest(int *best_j, double *best_n, const double *x, double r,
+                               const double *plane, int k, int dim)
+{
+    double best = 0.0;
+    *best_j = -1;
+    for (int j = 0; j < k; j++) {
+        const double *pw = plane + (long)j * (dim + 2);
+        double depth = r - (ps_dot(pw, x, dim) - pw[dim]);
+        if (depth > best) {
+            best = depth;
+            *best_j = j;
+            for (int c = 0; c < dim; c++) best_n[c] = pw[c];
+        }
+    }
+    return best;
+}
+
+/* How deep the start p0 lies inside plane pw grown by r (0: not). */
+PS_INLINE double plane_start_depth(const double *pw, const double *p0, double r, int dim)
+{
+    double s0 = ps_dot(pw, p0, dim) - pw[dim];
+    return s0 < r ? r - s0 : 0.0;
+}
+
+PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0, double h,
+                               double r, int dim)
+{
+    double step = PS_MAX_PUSHOUT_SPEED * h;
+    if (!(depth > step)) return depth;
+    double keep = plane_start_depth(pw, p0, r, dim) - step;
+    return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
+}
+
+#define PS_PLANE(J) (plane + (long)(J) * (dim + 2))
+#define PS_FIND(J, N) (all_planes ? plane_deepest(J, N, x, radius[i], plane, k, dim) : PS_DEEPEST(J, N))
+#define PS_PUSH(D, J) (all_planes ? plane_pushout(D, PS_PLANE(J), p0, h, radius[i], dim) \
+                                  : PS_PUSHOUT(D, J))
 #define PS_DEEPEST(J, N) deepest(J, N, x, p0, radius[i], kind, center, rotation, velocity, \
                                  angular_velocity, face_start, face_count, face_normal, \
                                  face_offset, cap_a, cap_b, cap_radius, bound, grow, plane, \
@@ -472,10 +514,10 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             for (int it = 0; it < iterations; it++) {
                 double best_n[3] = {0.0, 0.0, 0.0};
                 int j;
-                double best = PS_DEEPEST(&j, best_n);
+                double best = PS_FIND(&j, best_n);
                 if (j < 0) break;
                 contacts++;
-                best = PS_PUSHOUT(best, j);
+                best = PS_PUSH(best, j);
                 const double *nrm = best_n;
                 for (int c = 0; c < dim; c++) x[c] = x[c] + best * nrm[c];
                 double u[3];
@@ -491,11 +533,12 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 if (!(vn < 0.0)) continue;
                 /* a resting contact (touching at the substep's start) does not bounce: the
                  * approach it gained in one substep is its load, not an impact */
-                double vn_new = (-vn > rest_speed
-                                 && !touching(p0, u, h, radius[i], rest_speed, j, kind, center,
+                int was_touching = -vn > rest_speed
+                    && (all_planes ? plane_start_depth(PS_PLANE(j), p0, radius[i] + rest_speed * h, dim) > 0.0
+                                   : touching(p0, u, h, radius[i], rest_speed, j, kind, center,
                                               rotation, face_start, face_count, face_normal,
-                                              face_offset, cap_a, cap_b, cap_radius, dim))
-                                ? -restitution[j] * vn : 0.0;
+                                              face_offset, cap_a, cap_b, cap_radius, dim));
+                double vn_new = (-vn > rest_speed && !was_touching) ? -restitution[j] * vn : 0.0;
                 double dvn = vn_new - vn;
                 double vt[3];
                 for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];
@@ -520,9 +563,9 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             for (int it = 0; slipped && it < iterations; it++) {
                 double best_n[3] = {0.0, 0.0, 0.0};
                 int j;
-                double best = PS_DEEPEST(&j, best_n);
+                double best = PS_FIND(&j, best_n);
                 if (j < 0) break;
-                best = PS_PUSHOUT(best, j);
+                best = PS_PUSH(best, j);
                 for (int c = 0; c < dim; c++) x[c] = x[c] + best * best_n[c];
                 double u[3], vr[3];
                 surface_velocity(u, x, j, center, velocity, angular_velocity, dim);

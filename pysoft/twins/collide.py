@@ -218,11 +218,9 @@ def _pushout(depth: F64, p0: F64, h: float, r: F64, j: np.ndarray, velocity: F64
     far = np.flatnonzero(depth > step)
     if len(far):
         u = _surface_velocity(p0[far], j[far], center, velocity, angular_velocity, dim)
-        keep = _start_depth(p0[far], u, h, r[far], j[far], kind, center, rotation, face_start,
-                            face_count, face_normal, face_offset, cap_a, cap_b, cap_radius,
-                            dim) - step
-        d = depth[far]
-        out[far] = np.where(keep > 0.0, np.where(d > keep, d - keep, 0.0), d)
+        start = _start_depth(p0[far], u, h, r[far], j[far], kind, center, rotation, face_start,
+                             face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
+        out[far] = _limit(depth[far], start, step)
     return out
 
 
@@ -242,31 +240,76 @@ def _surface_velocity(x: F64, j: np.ndarray, center: F64, velocity: F64, angular
     return u
 
 
-def _near_planes(pos: F64, prev_pos: F64, radius: F64, n: int, kind: I32, center: F64,
-                 rotation: F64, velocity: F64, angular_velocity: F64, face_start: I32,
-                 face_count: I32, face_normal: F64, face_offset: F64, k: int,
-                 dim: int) -> np.ndarray | None:
-    """When every collider is a still plane (a floor, walls; at most 8, as C's block pre-pass
-    takes them), which particles may touch one: not those whose path stays clear of every
-    plane, both ends above it and the end by more than r, with C's margin for the rounding
-    (clear_of_plane), so no contact is ever skipped and the results are those of the full
-    search. None when the colliders are not all still planes."""
+Planes = list[tuple[F64, float]]  # still planes in the world frame: (normal n, offset o of n . y <= o)
+
+
+def _still_planes(kind: I32, center: F64, rotation: F64, velocity: F64, angular_velocity: F64,
+                  face_start: I32, face_count: I32, face_normal: F64, face_offset: F64, k: int,
+                  dim: int) -> Planes | None:
+    """When every collider is a still plane (a floor, walls; at most 8, as C takes them), each
+    one's world normal and offset, computed as C computes them; else None."""
     if k > 8 or not all(kind[j] == POLYTOPE and face_count[j] == 1 and not velocity[j].any()
                         and not angular_velocity[j].any() for j in range(k)):
         return None
+    planes = []
+    for j in range(k):
+        nl, ol, c = face_normal[face_start[j]], float(face_offset[face_start[j]]), center[j]
+        pw = _to_world(nl[None, :], rotation[j], dim)[0]
+        s = 0.0
+        for a in range(dim):
+            s = s + float(pw[a]) * float(c[a])
+        planes.append((pw, ol + s))
+    return planes
+
+
+def _near_planes(pos: F64, prev_pos: F64, radius: F64, n: int, planes: Planes, center: F64,
+                 face_start: I32, face_offset: F64, dim: int) -> np.ndarray:
+    """Which particles may touch a still plane: not those whose path stays clear of every
+    plane, both ends above it and the end by more than r, with C's margin for the rounding
+    (clear_of_plane), so no contact is ever skipped."""
     x, p0, r = pos[:n], prev_pos[:n], radius[:n]
     spread = np.zeros(n)
     for a in range(dim):
         spread = spread + np.abs(x[:, a]) + np.abs(p0[:, a])
     near = np.zeros(n, dtype=bool)
-    for j in range(k):
-        nl, ol, c = face_normal[face_start[j]], float(face_offset[face_start[j]]), center[j]
-        pw = _to_world(nl[None, :], rotation[j], dim)[0]
-        o = ol + float(sum(pw[a] * c[a] for a in range(dim)))
-        scale = 1.0 + abs(ol) + float(np.abs(c).sum())
+    for j, (pw, o) in enumerate(planes):
+        scale = 1.0 + abs(float(face_offset[face_start[j]])) + float(np.abs(center[j]).sum())
         slack = 1e-12 * (scale + spread)
         near |= ~((_vdot(pw, x, dim) - o > r + slack) & (_vdot(pw, p0, dim) - o > slack))
     return near
+
+
+def _plane_deepest(idx: np.ndarray, pos: F64, radius: F64, planes: Planes,
+                   dim: int) -> tuple[F64, np.ndarray, F64]:
+    """C's plane_deepest(): each particle's deepest still plane, in the world frame (a plane's
+    contact is at depth r - (n . x - o) along n when that is positive)."""
+    x, r = pos[idx], radius[idx]
+    best, best_j, best_n = np.zeros(len(idx)), np.full(len(idx), -1), np.zeros((len(idx), dim))
+    for j, (pw, o) in enumerate(planes):
+        depth = r - (_vdot(pw, x, dim) - o)
+        deeper = depth > best
+        best = np.where(deeper, depth, best)
+        best_j[deeper] = j
+        best_n[deeper] = pw
+    return best, best_j, best_n
+
+
+def _plane_start_depth(p0: F64, r: F64, j: np.ndarray, planes: Planes, dim: int) -> F64:
+    """C's plane_start_depth(): how deep each start lies inside its plane j grown by r."""
+    out = np.zeros(len(j))
+    for jj in np.unique(j):
+        sel = np.flatnonzero(j == jj)
+        pw, o = planes[int(jj)]
+        s0 = _vdot(pw, p0[sel], dim) - o
+        out[sel] = np.where(s0 < r[sel], r[sel] - s0, 0.0)
+    return out
+
+
+def _limit(depth: F64, start: F64, step: float) -> F64:
+    """pushout()'s rule, given the starts' depths: all of depth, unless the start was deeper
+    than step; then only so far that the particle stays start - step deep."""
+    keep = start - step
+    return np.where(keep > 0.0, np.where(depth > keep, depth - keep, 0.0), depth)
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
@@ -287,17 +330,37 @@ def collide(
               face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
     contacts = 0
     support[:n] = 0.0
-    near = _near_planes(pos, prev_pos, radius, n, kind, center, rotation, velocity, angular_velocity,
-                        face_start, face_count, face_normal, face_offset, k, dim)
-    active = np.flatnonzero((inv_mass[:n] != 0.0) if near is None else (inv_mass[:n] != 0.0) & near)
+    planes = _still_planes(kind, center, rotation, velocity, angular_velocity, face_start, face_count,
+                           face_normal, face_offset, k, dim)
+    movable = inv_mass[:n] != 0.0
+    if planes is not None:  # C's block pre-pass, then the search in the world frame
+        movable &= _near_planes(pos, prev_pos, radius, n, planes, center, face_start, face_offset, dim)
+    step = MAX_PUSHOUT_SPEED * h
+
+    def find(idx: np.ndarray) -> tuple[F64, np.ndarray, F64]:
+        if planes is None:
+            return _deepest(idx, pos, prev_pos, radius, *shape)
+        return _plane_deepest(idx, pos, radius, planes, dim)
+
+    def push(best: F64, idx: np.ndarray, j: np.ndarray) -> F64:
+        if planes is None:
+            return _pushout(best, prev_pos[idx], h, radius[idx], j, *shapes)
+        far = best > step
+        out = best.copy()
+        if far.any():
+            start = _plane_start_depth(prev_pos[idx[far]], radius[idx[far]], j[far], planes, dim)
+            out[far] = _limit(best[far], start, step)
+        return out
+
+    active = np.flatnonzero(movable)
     slipped = np.zeros(n, dtype=bool)
     for _ in range(iterations):
         if not len(active) or not k:
             break
-        best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
+        best, best_j, best_n = find(active)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
-        best = _pushout(best, prev_pos[active], h, radius[active], j_, *shapes)
+        best = push(best, active, j_)
         contacts += len(active)
         x = pos[active] + best[:, None] * nrm
         u = _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
@@ -311,9 +374,13 @@ def collide(
         bounce = fast.copy()
         if fast.any():
             f = np.flatnonzero(fast)
-            bounce[f] = ~_touching(prev_pos[active[f]], u[f], h, radius[active[f]], rest_speed, j_[f],
-                                   kind, center, rotation, face_start, face_count, face_normal,
-                                   face_offset, cap_a, cap_b, cap_radius, dim)
+            if planes is None:
+                bounce[f] = ~_touching(prev_pos[active[f]], u[f], h, radius[active[f]], rest_speed,
+                                       j_[f], kind, center, rotation, face_start, face_count,
+                                       face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
+            else:
+                bounce[f] = ~(_plane_start_depth(prev_pos[active[f]], radius[active[f]] + rest_speed * h,
+                                                 j_[f], planes, dim) > 0.0)
         vn_new = np.where(bounce, -restitution[j_] * vn, 0.0)
         dvn = vn_new - vn
         vt = vr - vn[:, None] * nrm
@@ -335,10 +402,10 @@ def collide(
     for _ in range(iterations):
         if not len(active):
             break
-        best, best_j, best_n = _deepest(active, pos, prev_pos, radius, *shape)
+        best, best_j, best_n = find(active)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
-        best = _pushout(best, prev_pos[active], h, radius[active], j_, *shapes)
+        best = push(best, active, j_)
         x = pos[active] + best[:, None] * nrm
         pos[active] = x
         vr = vel[active] - _surface_velocity(x, j_, center, velocity, angular_velocity, dim)
