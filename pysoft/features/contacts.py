@@ -18,7 +18,7 @@ import numpy as np
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
-from pysoft.features.bodies import MAX_BODIES, MAX_MEMBERS
+from pysoft.features.bodies import MAX_BODIES, MAX_MEMBERS, SELF
 
 MAX_BUCKETS = 1 << 22  # spatial hash buckets (the kernel uses what the scene needs)
 MAX_ENTRIES = 1 << 24  # body boxes entered in the hash, summed over their cells
@@ -117,7 +117,9 @@ class _ContactTerm:
             P.view("touch_body")[:] = -1
             P.view("touch_impulse")[:] = 0.0
             self.reported = False
-        if P.n and s._body_collisions and (self.B.n or s._particle_collisions):
+        # (a lone body touches nothing unless it collides with itself: no call for it)
+        if P.n and s._body_collisions and (self.B.n > 1 or s._particle_collisions
+                                           or (self.B.n == 1 and self.B.arrays["flags"][0] & SELF)):
             self.call(*self.counts(), s._body_contact_iterations, int(s._particle_collisions), h,
                       s._restitution_threshold)
             self.reported = True  # the kernel wrote the report: clear it when the next frame starts
