@@ -153,14 +153,31 @@ def collider_arrays(geometries: list[Any], dim: int) -> dict[str, np.ndarray]:
     }
 
 
+def still_planes(rng: np.random.Generator, dim: int) -> list[Any]:
+    """A floor and one or two tilted, offset walls: the collide pass's world-frame path (every
+    collider a still plane)."""
+    out: list[Any] = [shapes.Plane((0.0, 1.0, 0.0)[:dim], -0.5)]
+    for _ in range(int(rng.integers(1, 3))):
+        n = rng.normal(0.0, 1.0, dim)
+        out.append(shapes.Plane(n / np.linalg.norm(n), float(rng.uniform(-1.5, -0.5))))
+    return out
+
+
 def sample_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    if rng.random() < 0.3:  # a floor and walls only, none moving
+        return _collide_args(rng, n, dim, still_planes(rng, dim), moving=False)
+    return _collide_args(rng, n, dim, sample_shapes(rng, dim), moving=True)
+
+
+def _collide_args(rng: np.random.Generator, n: int, dim: int, shapes_: list[Any],
+                  moving: bool) -> dict[str, Any]:
     p = particles(rng, n, dim)
-    colliders = collider_arrays([s.geometry(dim) for s in sample_shapes(rng, dim)], dim)
+    colliders = collider_arrays([s.geometry(dim) for s in shapes_], dim)
     k = len(colliders["kind"])
     h = 1.0 / 480.0
     # Fast particles (up to ~60 m/s): many cross thin shapes within one substep.
     prev = p["pos"] - h * rng.normal(0.0, 30.0, (n, dim))
-    if n >= 8:
+    if n >= 8 and moving:
         # Exactly on a box face, on a box corner, on the floor, on the disc's axis.
         half, c, R = None, colliders["center"][1], colliders["rotation"][1]
         half = colliders["face_offset"][colliders["face_start"][1]:][:dim]
@@ -170,12 +187,14 @@ def sample_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
         p["pos"][3] = colliders["center"][k - 1]
         prev[:4] = p["pos"][:4]
     angular = np.zeros((k, 3))
-    angular[1, 2] = 1.5  # a spinning box
+    if moving:
+        angular[1, 2] = 1.5  # a spinning box
     return {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n),
             "support": vec(rng, n, dim), "prev_pos": prev,
             "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
-            **colliders, "velocity": rng.normal(0.0, 1.0, (k, dim)), "angular_velocity": angular,
+            **colliders, "angular_velocity": angular,
+            "velocity": rng.normal(0.0, 1.0, (k, dim)) if moving else np.zeros((k, dim)),
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
             "rest_speed": 0.25}
