@@ -91,3 +91,11 @@ def test_a_peer_lands_the_boxes_and_is_timed(peer: str, monkeypatch: pytest.Monk
     assert r["peer"] == peer and r["particles"] == 200
     assert r["landed"] and 0.35 <= r["height"] <= 0.55
     assert r["pysoft_over_peer"] == pytest.approx(r["pysoft_steps_per_s"] / r["steps_per_s"])
+
+
+def test_the_floor_figure_times_the_collide_pass_of_the_resting_scene() -> None:
+    """bench_floor: 2 s in, the bottom row of every box rests on the floor (a tenth of the
+    particles: 10 of each 100-particle box), and both figures are per particle."""
+    r = bench.bench_floor(1000, rounds=1)
+    assert r["particles"] == 1000 and r["resting"] == 100
+    assert r["stage_ns"] > 0.0 and r["kernel_ns"] >= 0.0
