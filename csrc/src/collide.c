@@ -385,6 +385,15 @@ PS_INLINE int touching(const double *p0, const double *u, double h, double r, do
     return start_depth(p0, u, h, r + rest_speed * h, j, PS_SHAPES) > 0.0;
 }
 
+/* The push-out limit, given how deep the particle's start lay (`start`): all of `depth`,
+ * unless the start was deeper than step = PS_MAX_PUSHOUT_SPEED h; then only so far that the
+ * particle stays start - step deep (the rest in later substeps). */
+PS_INLINE double limit_push(double depth, double start, double step)
+{
+    double keep = start - step;
+    return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
+}
+
 /* How far to push out a particle found `depth` inside collider j: all of it, unless it
  * began the substep inside (its carried start d0 deep) by more than PS_MAX_PUSHOUT_SPEED h;
  * then only so far that it stays d0 - PS_MAX_PUSHOUT_SPEED h deep (the rest in later
@@ -402,8 +411,7 @@ PS_INLINE double pushout(double depth, const double *p0, double h, double r, int
     if (!(depth > step)) return depth;
     double u[3];
     surface_velocity(u, p0, j, center, velocity, angular_velocity, dim);
-    double keep = start_depth(p0, u, h, r, j, PS_SHAPES) - step;
-    return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
+    return limit_push(depth, start_depth(p0, u, h, r, j, PS_SHAPES), step);
 }
 
 /* Still planes (every collider one, as collide_impl finds them: world normal n, offset o of
@@ -440,8 +448,7 @@ PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0,
 {
     double step = PS_MAX_PUSHOUT_SPEED * h;
     if (!(depth > step)) return depth;
-    double keep = plane_start_depth(pw, p0, r, dim) - step;
-    return keep > 0.0 ? (depth > keep ? depth - keep : 0.0) : depth;
+    return limit_push(depth, plane_start_depth(pw, p0, r, dim), step);
 }
 
 #define PS_PLANE(J) (plane + (long)(J) * (dim + 2))
@@ -533,12 +540,10 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 if (!(vn < 0.0)) continue;
                 /* a resting contact (touching at the substep's start) does not bounce: the
                  * approach it gained in one substep is its load, not an impact */
-                int was_touching = -vn > rest_speed
-                    && (all_planes ? plane_start_depth(PS_PLANE(j), p0, radius[i] + rest_speed * h, dim) > 0.0
-                                   : touching(p0, u, h, radius[i], rest_speed, j, kind, center,
-                                              rotation, face_start, face_count, face_normal,
-                                              face_offset, cap_a, cap_b, cap_radius, dim));
-                double vn_new = (-vn > rest_speed && !was_touching) ? -restitution[j] * vn : 0.0;
+                int bounces = -vn > rest_speed
+                    && !(all_planes ? plane_start_depth(PS_PLANE(j), p0, radius[i] + rest_speed * h, dim) > 0.0
+                                    : touching(p0, u, h, radius[i], rest_speed, j, PS_SHAPES));
+                double vn_new = bounces ? -restitution[j] * vn : 0.0;
                 double dvn = vn_new - vn;
                 double vt[3];
                 for (int c = 0; c < dim; c++) vt[c] = vr[c] - vn * nrm[c];

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from pysoft._constants import MAX_PUSHOUT_SPEED, SWEEP_SLOP
@@ -206,21 +208,17 @@ def _touching(p0: F64, u: F64, h: float, r: F64, rest_speed: float, j: np.ndarra
                         face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, dim) > 0.0
 
 
-def _pushout(depth: F64, p0: F64, h: float, r: F64, j: np.ndarray, velocity: F64,
-             angular_velocity: F64, kind: I32, center: F64, rotation: F64, face_start: I32,
-             face_count: I32, face_normal: F64, face_offset: F64, cap_a: F64, cap_b: F64,
-             cap_radius: F64, dim: int) -> F64:
-    """How far to push out each particle found ``depth`` inside its collider j, as C's
-    pushout(): all of it, unless it began the substep inside by more than
-    MAX_PUSHOUT_SPEED h; then it stays that much less deep than it began."""
-    step = MAX_PUSHOUT_SPEED * h
+def _pushout(depth: F64, step: float, start: Callable[[np.ndarray], F64]) -> F64:
+    """How far to push out each particle found ``depth`` inside its collider, as C's pushout()
+    and plane_pushout(): all of it, unless it began the substep inside by more than step =
+    MAX_PUSHOUT_SPEED h (``start(rows)``: how deep those rows' starts lay); then it stays that
+    much less deep than it began. Starts are looked at only where the limit can matter."""
     out = depth.copy()
     far = np.flatnonzero(depth > step)
     if len(far):
-        u = _surface_velocity(p0[far], j[far], center, velocity, angular_velocity, dim)
-        start = _start_depth(p0[far], u, h, r[far], j[far], kind, center, rotation, face_start,
-                             face_count, face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
-        out[far] = _limit(depth[far], start, step)
+        keep = start(far) - step
+        d = depth[far]
+        out[far] = np.where(keep > 0.0, np.where(d > keep, d - keep, 0.0), d)
     return out
 
 
@@ -305,13 +303,6 @@ def _plane_start_depth(p0: F64, r: F64, j: np.ndarray, planes: Planes, dim: int)
     return out
 
 
-def _limit(depth: F64, start: F64, step: float) -> F64:
-    """pushout()'s rule, given the starts' depths: all of depth, unless the start was deeper
-    than step; then only so far that the particle stays start - step deep."""
-    keep = start - step
-    return np.where(keep > 0.0, np.where(depth > keep, depth - keep, 0.0), depth)
-
-
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
 def collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
@@ -326,8 +317,8 @@ def collide(
     then particles whose slip was undone are projected out again without friction."""
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
              cap_b, cap_radius, bound, grow, k, dim, velocity, angular_velocity, h)
-    shapes = (velocity, angular_velocity, kind, center, rotation, face_start, face_count,
-              face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
+    shapes = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a, cap_b,
+              cap_radius, dim)
     contacts = 0
     support[:n] = 0.0
     planes = _still_planes(kind, center, rotation, velocity, angular_velocity, face_start, face_count,
@@ -343,14 +334,14 @@ def collide(
         return _plane_deepest(idx, pos, radius, planes, dim)
 
     def push(best: F64, idx: np.ndarray, j: np.ndarray) -> F64:
-        if planes is None:
-            return _pushout(best, prev_pos[idx], h, radius[idx], j, *shapes)
-        far = best > step
-        out = best.copy()
-        if far.any():
-            start = _plane_start_depth(prev_pos[idx[far]], radius[idx[far]], j[far], planes, dim)
-            out[far] = _limit(best[far], start, step)
-        return out
+        def start(far: np.ndarray) -> F64:
+            p0, r, jf = prev_pos[idx[far]], radius[idx[far]], j[far]
+            if planes is not None:
+                return _plane_start_depth(p0, r, jf, planes, dim)
+            u = _surface_velocity(p0, jf, center, velocity, angular_velocity, dim)
+            return _start_depth(p0, u, h, r, jf, *shapes)
+
+        return _pushout(best, step, start)
 
     active = np.flatnonzero(movable)
     slipped = np.zeros(n, dtype=bool)
@@ -376,8 +367,7 @@ def collide(
             f = np.flatnonzero(fast)
             if planes is None:
                 bounce[f] = ~_touching(prev_pos[active[f]], u[f], h, radius[active[f]], rest_speed,
-                                       j_[f], kind, center, rotation, face_start, face_count,
-                                       face_normal, face_offset, cap_a, cap_b, cap_radius, dim)
+                                       j_[f], *shapes)
             else:
                 bounce[f] = ~(_plane_start_depth(prev_pos[active[f]], radius[active[f]] + rest_speed * h,
                                                  j_[f], planes, dim) > 0.0)
