@@ -95,7 +95,7 @@ def test_a_peer_lands_the_boxes_and_is_timed(peer: str, monkeypatch: pytest.Monk
 
 def test_the_floor_figure_times_the_collide_pass_of_the_resting_scene() -> None:
     """bench_floor: 2 s in, the bottom row of every box rests on the floor (a tenth of the
-    particles: 10 of each 100-particle box), and both figures are per particle."""
+    particles: 10 of each 100-particle box), and the figure is per particle."""
     r = bench.bench_floor(1000, rounds=1)
     assert r["particles"] == 1000 and r["resting"] == 100
-    assert r["stage_ns"] > 0.0 and r["kernel_ns"] >= 0.0
+    assert r["stage_ns"] > 0.0
