@@ -61,7 +61,8 @@ def _direct_kernels(world: World) -> Callable[[], None]:
     """One frame's kernels called directly on the world's arrays (no stages, no systems)."""
     feature = world._feature
     gravity = cast(Gravity, feature[Gravity]).term.gravity[0]
-    springs = cast(Springs, feature[Springs]).term.calls[0]
+    spring_term = cast(Springs, feature[Springs]).term
+    springs = spring_term.calls[0]
     particles = cast(Particles, feature[Particles])
     integrate, unstable = particles.integrators.symplectic_euler, particles.scan.find_unstable
     colliders = cast(Colliders, feature[Colliders])
@@ -75,7 +76,7 @@ def _direct_kernels(world: World) -> Callable[[], None]:
         n = P.n
         for _ in range(world.substeps):
             gravity(n, dim, drag)
-            springs(S.n, dim)
+            springs(*spring_term.counts())
             integrate(n, dim, h)
             collide(n, C.n, faces.n, dim, iterations, h, rest)
         unstable(n, dim, max_speed)

@@ -56,7 +56,13 @@ def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
     rest[: m // 7] = 0.0  # zero rest length (mouse springs)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "pairs": pairs,
             "rest_length": rest, "stiffness": rng.uniform(1.0, 1e4, m),
-            "damping": rng.uniform(0.0, 20.0, m)}
+            "damping": rng.uniform(0.0, 20.0, m), **spring_workspace(n, m, dim)}
+
+
+def spring_workspace(n: int, m: int, dim: int) -> dict[str, np.ndarray]:
+    """The spring kernel's workspace for n particles and m springs, its lists not built."""
+    return {"spring_end": np.zeros(n, np.int32), "incidence": np.zeros((m, 2), np.int32),
+            "spring_force": np.zeros((m, dim)), "incidence_state": np.zeros(3, np.int32)}
 
 
 def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

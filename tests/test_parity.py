@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from samplers import SAMPLERS, arrays_of, scalars_of
+from samplers import SAMPLERS, arrays_of, scalars_of, spring_workspace
 
 import pysoft  # noqa: F401  (registers every feature's kernels)
 from pysoft import _kernels
@@ -130,13 +130,49 @@ def test_every_kernel_twin_lives_in_the_twin_file_of_its_c_file() -> None:
 
 
 def test_springs_never_produce_nan_for_coincident_endpoints() -> None:
+    """A spring too short to have an axis gives f = -0.0: end a keeps its force bit for bit
+    (even -0.0), end b subtracts -0.0 (so a -0.0 there becomes 0.0), on both backends."""
     for backend in ("c", "python"):
-        force = np.zeros((2, 2))
+        force = np.full((2, 2), -0.0)
         pos = np.ones((2, 2))
         _kernels.call("springs", backend, force=force, pos=pos, vel=np.zeros((2, 2)),
                       pairs=np.array([[0, 1]], dtype=np.int32), rest_length=np.array([1.0]),
-                      stiffness=np.array([100.0]), damping=np.array([1.0]))
+                      stiffness=np.array([100.0]), damping=np.array([1.0]),
+                      **spring_workspace(2, 1, 2))
         assert np.array_equal(force, np.zeros((2, 2)))
+        assert np.signbit(force[0]).all() and not np.signbit(force[1]).any(), backend
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_springs_rebuild_their_incidence_lists_when_the_springs_change(backend: str) -> None:
+    """A bound spring kernel keeps each particle's list of springs between calls and rebuilds it
+    when told the springs changed (incidence_state[0] = 0) or the counts differ: the same
+    forces as a fresh one-off call after each change."""
+    rng = np.random.default_rng(3)
+    args = SAMPLERS["springs"](rng, 50, 2)
+    bound = _kernels.Bound("springs", backend, **arrays_of("springs", args))
+    n, m = 50, len(args["pairs"])
+    for change in range(4):
+        if change == 1:  # other pairs, same count: stale unless marked
+            args["pairs"][:] = args["pairs"][rng.permutation(m)][:, ::-1]
+            args["incidence_state"][0] = 0
+        fresh = _copy(args)
+        args["force"][:] = 0.0
+        fresh["force"][:] = 0.0
+        live = m - 7 if change >= 2 else m  # fewer springs, then fewer particles
+        count_n = n - 1 if change == 3 else n
+        if change == 3:
+            fresh["pairs"] = fresh["pairs"].copy()
+            keep = (fresh["pairs"][:live] < count_n).all(axis=1)
+            args["pairs"][:live][~keep] = 0, 1
+            fresh["pairs"][:live][~keep] = 0, 1
+        bound.call(live, 2, count_n)
+        want = {k: (v[:live] if k in ("pairs", "rest_length", "stiffness", "damping", "incidence",
+                                      "spring_force") else v[:count_n] if k in ("force", "pos", "vel",
+                                                                                "spring_end") else v)
+                for k, v in fresh.items()}
+        _run("springs", backend, want)
+        assert args["force"][:count_n].tobytes() == want["force"].tobytes(), change
 
 
 @pytest.mark.parametrize("backend", ["c", "python"])

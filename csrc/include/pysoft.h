@@ -37,8 +37,9 @@ void ps_gravity_drag(double *force, double *vel, const double *mass,
 /* springs.c */
 void ps_springs(double *force, const double *pos, const double *vel,
                 const int32_t *pairs, const double *rest_length,
-                const double *stiffness, const double *damping,
-                int m, int dim);
+                const double *stiffness, const double *damping, int32_t *spring_end,
+                int32_t *incidence, double *spring_force, int32_t *incidence_state,
+                int m, int dim, int n);
 void ps_area_springs(double *force, const double *pos, const double *vel,
                      const int32_t *triangles, const double *rest_area,
                      const double *stiffness, const double *damping, int m, int dim);

@@ -28,17 +28,29 @@
  *
  * Accumulation order (the NumPy twin follows it bit for bit): springs in
  * index order; within a spring, first F_a += f, then F_b -= f (an area
- * spring: a, then b, then c). Sums over components run left to right
- * (x, y, z; the rate a, b, c, each x then y). Compiled with
- * -ffp-contract=off.
+ * spring: a, then b, then c). A spring too short to have an axis has
+ * f = -0.0 (F_a keeps its bits; F_b -= -0.0 turns a -0.0 into 0.0). Sums
+ * over components run left to right (x, y, z; the rate a, b, c, each x then
+ * y). Compiled with -ffp-contract=off.
+ *
+ * Two passes (the x86-64-v3 build, 2D): a scatter loop's additions wait on
+ * each other through memory and cannot be vectorised, so pass 1 computes
+ * every spring's force with no scatter (four springs per AVX2 iteration)
+ * and pass 2 has each particle add its springs' forces from a list of them
+ * in spring order (its incidence list, built by a counting sort when the
+ * springs change). Each particle receives the same additions in the same
+ * order as in the scatter loop, so the bits are the same on every build;
+ * the baseline build and 3D keep the scatter loop.
  */
 #include <math.h>
 #include "internal.h"
 
-/* One spring's force f on endpoint a (b receives -f); dimension-generic. */
-static inline int spring_force(double *f, const double *xa, const double *xb,
-                               const double *va, const double *vb,
-                               double rest, double k, double damp, int dim)
+/* One spring's force on endpoint a (b receives -1 times it), component c at f[c * m];
+ * dimension-generic. A spring too short to have an axis (or of NaN length) gives -0.0:
+ * x + -0.0 is x bit for bit, so end a is left as it was. */
+PS_INLINE void spring_force(double *f, long m, const double *xa, const double *xb,
+                            const double *va, const double *vb,
+                            double rest, double k, double damp, int dim)
 {
     double d[3], len2 = 0.0;
     for (int c = 0; c < dim; c++) {
@@ -46,127 +58,156 @@ static inline int spring_force(double *f, const double *xa, const double *xb,
         len2 = len2 + d[c] * d[c];
     }
     double len = sqrt(len2);
-    if (!(len > PS_MIN_LENGTH)) return 0;
+    if (!(len > PS_MIN_LENGTH)) {
+        for (int c = 0; c < dim; c++) f[c * m] = -0.0;
+        return;
+    }
     double inv = 1.0 / len, vrel = 0.0;
     for (int c = 0; c < dim; c++) {
         d[c] = d[c] * inv;
         vrel = vrel + (vb[c] - va[c]) * d[c];
     }
     double s = k * (len - rest) + damp * vrel;
-    for (int c = 0; c < dim; c++) f[c] = s * d[c];
-    return 1;
+    for (int c = 0; c < dim; c++) f[c * m] = s * d[c];
 }
 
 #if defined(__AVX2__)
-/* The x86-64-v3 build's 2D springs, PS_SPRING_BLOCK at a time: each block's endpoint
- * differences are gathered, then every spring's force is computed in a loop of no branch
- * (the vector sqrt and divide round as the scalar ones), then the forces are added in
- * spring order, a then b, skipping the springs too short to have an axis. Each spring's
- * arithmetic is the scalar loop's below, in the same order: the same bits. */
-#define PS_SPRING_BLOCK 16
+#include <immintrin.h>
 
-PS_INLINE void spring_block(double *restrict fx, double *restrict fy, int64_t *restrict live,
-                            const double *restrict dx, const double *restrict dy,
-                            const double *restrict wx, const double *restrict wy,
-                            const double *restrict rest, const double *restrict k,
-                            const double *restrict damp, int count)
+/* [p[i], p[i + 1], p[j], p[j + 1]] */
+PS_INLINE __m256d two_rows(const double *p, long i, long j)
 {
-    for (int l = 0; l < count; l++) {
-        double len2 = 0.0;
-        len2 = len2 + dx[l] * dx[l];
-        len2 = len2 + dy[l] * dy[l];
-        double len = sqrt(len2);
-        live[l] = len > PS_MIN_LENGTH;
-        double inv = 1.0 / len;
-        double ux = dx[l] * inv, uy = dy[l] * inv;
-        double vrel = 0.0;
-        vrel = vrel + wx[l] * ux;
-        vrel = vrel + wy[l] * uy;
-        double s = k[l] * (len - rest[l]) + damp[l] * vrel;
-        fx[l] = s * ux;
-        fy[l] = s * uy;
-    }
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + i)), _mm_loadu_pd(p + j), 1);
 }
 
-static void springs_2d_blocked(double *restrict force, const double *restrict pos,
-                               const double *restrict vel, const int32_t *restrict pairs,
-                               const double *restrict rest_length,
-                               const double *restrict stiffness,
-                               const double *restrict damping, int m)
+/* The x86-64-v3 build's pass 1 in 2D, four springs at a time: spring_force's arithmetic in
+ * the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
+ * so the same bits. Returns the first spring it left to the scalar loop. */
+static int spring_forces_2d_avx(double *restrict fx_out, double *restrict fy_out,
+                                const double *restrict pos, const double *restrict vel,
+                                const int32_t *restrict pairs, const double *restrict rest_length,
+                                const double *restrict stiffness,
+                                const double *restrict damping, int m)
 {
-    double dx[PS_SPRING_BLOCK], dy[PS_SPRING_BLOCK], wx[PS_SPRING_BLOCK], wy[PS_SPRING_BLOCK];
-    double fx[PS_SPRING_BLOCK], fy[PS_SPRING_BLOCK];
-    int64_t live[PS_SPRING_BLOCK];
-    for (int j0 = 0; j0 < m; j0 += PS_SPRING_BLOCK) {
-        int count = m - j0 < PS_SPRING_BLOCK ? m - j0 : PS_SPRING_BLOCK;
-        const int32_t *pr = pairs + 2L * j0;
-        for (int l = 0; l < count; l++) {
-            long a = 2L * pr[2 * l], b = 2L * pr[2 * l + 1];
-            dx[l] = pos[b] - pos[a];
-            dy[l] = pos[b + 1] - pos[a + 1];
-            wx[l] = vel[b] - vel[a];
-            wy[l] = vel[b + 1] - vel[a + 1];
+    const __m256d zero = _mm256_setzero_pd(), dead = _mm256_set1_pd(-0.0);
+    const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), one = _mm256_set1_pd(1.0);
+    int j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const int32_t *pr = pairs + 2L * j;
+        long a0 = 2L * pr[0], b0 = 2L * pr[1], a1 = 2L * pr[2], b1 = 2L * pr[3];
+        long a2 = 2L * pr[4], b2 = 2L * pr[5], a3 = 2L * pr[6], b3 = 2L * pr[7];
+        __m256d d02 = _mm256_sub_pd(two_rows(pos, b0, b2), two_rows(pos, a0, a2));
+        __m256d d13 = _mm256_sub_pd(two_rows(pos, b1, b3), two_rows(pos, a1, a3));
+        __m256d w02 = _mm256_sub_pd(two_rows(vel, b0, b2), two_rows(vel, a0, a2));
+        __m256d w13 = _mm256_sub_pd(two_rows(vel, b1, b3), two_rows(vel, a1, a3));
+        __m256d dx = _mm256_unpacklo_pd(d02, d13), dy = _mm256_unpackhi_pd(d02, d13);
+        __m256d wx = _mm256_unpacklo_pd(w02, w13), wy = _mm256_unpackhi_pd(w02, w13);
+        __m256d len2 = _mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(dx, dx)), _mm256_mul_pd(dy, dy));
+        __m256d len = _mm256_sqrt_pd(len2);
+        __m256d inv = _mm256_div_pd(one, len);
+        __m256d ux = _mm256_mul_pd(dx, inv), uy = _mm256_mul_pd(dy, inv);
+        __m256d vrel = _mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(wx, ux)), _mm256_mul_pd(wy, uy));
+        __m256d s = _mm256_add_pd(
+            _mm256_mul_pd(_mm256_loadu_pd(stiffness + j), _mm256_sub_pd(len, _mm256_loadu_pd(rest_length + j))),
+            _mm256_mul_pd(_mm256_loadu_pd(damping + j), vrel));
+        __m256d live = _mm256_cmp_pd(len, min_length, _CMP_GT_OQ);  /* false for NaN */
+        _mm256_storeu_pd(fx_out + j, _mm256_blendv_pd(dead, _mm256_mul_pd(s, ux), live));
+        _mm256_storeu_pd(fy_out + j, _mm256_blendv_pd(dead, _mm256_mul_pd(s, uy), live));
+    }
+    return j;
+}
+
+/* The incidence lists: for each particle, the entries 2 j (end a of spring j) and 2 j + 1
+ * (end b) in increasing order, particle i's in incidence[end[i - 1] .. end[i]) (end[-1] = 0).
+ * A counting sort: count, sum, then fill backwards (each end[i] counts down to the start of
+ * its list), then shift the starts into ends. */
+static void build_incidence(int32_t *restrict end, int32_t *restrict incidence,
+                            const int32_t *restrict pairs, int m, int n)
+{
+    memset(end, 0, (size_t)n * sizeof *end);
+    for (long e = 0; e < 2L * m; e++) end[pairs[e]]++;
+    int32_t total = 0;
+    for (int i = 0; i < n; i++) {
+        total += end[i];
+        end[i] = total;
+    }
+    for (long e = 2L * m - 1; e >= 0; e--) incidence[--end[pairs[e]]] = (int32_t)e;
+    for (int i = 0; i + 1 < n; i++) end[i] = end[i + 1];
+    if (n) end[n - 1] = total;
+}
+
+/* The two passes in 2D. Pass 1: every spring's force into f (x at f[j], y at f[m + j]), no
+ * scatter. Pass 2: each particle adds its springs' forces in spring order, +f at end a and
+ * -1 * f at end b (the bits of subtracting f), starting from its force as it was: the
+ * additions the scatter loop makes, in its order. */
+static void spring_pass_2d(double *restrict force, const double *restrict pos,
+                           const double *restrict vel, const int32_t *restrict pairs,
+                           const double *restrict rest_length, const double *restrict stiffness,
+                           const double *restrict damping, const int32_t *restrict end,
+                           const int32_t *restrict incidence, double *restrict f, int m, int n)
+{
+    for (int j = spring_forces_2d_avx(f, f + m, pos, vel, pairs, rest_length, stiffness, damping, m);
+         j < m; j++) {
+        long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
+        spring_force(f + j, m, pos + a, pos + b, vel + a, vel + b, rest_length[j], stiffness[j],
+                     damping[j], 2);
+    }
+    static const double sign[2] = {1.0, -1.0};
+    int e = 0;
+    for (int i = 0; i < n; i++) {
+        double ax = force[2L * i], ay = force[2L * i + 1];
+        for (; e < end[i]; e++) {
+            int32_t q = incidence[e];
+            const double s = sign[q & 1], *fj = f + (q >> 1);
+            ax = ax + s * fj[0];
+            ay = ay + s * fj[m];
         }
-        if (count == PS_SPRING_BLOCK)  /* a constant count: unrolled and vectorised */
-            spring_block(fx, fy, live, dx, dy, wx, wy, rest_length + j0, stiffness + j0,
-                         damping + j0, PS_SPRING_BLOCK);
-        else
-            spring_block(fx, fy, live, dx, dy, wx, wy, rest_length + j0, stiffness + j0,
-                         damping + j0, count);
-        for (int l = 0; l < count; l++) {
-            if (!live[l]) continue;
-            long a = 2L * pr[2 * l], b = 2L * pr[2 * l + 1];
-            force[a] += fx[l];
-            force[a + 1] += fy[l];
-            force[b] -= fx[l];
-            force[b + 1] -= fy[l];
-        }
+        force[2L * i] = ax;
+        force[2L * i + 1] = ay;
     }
 }
 #endif
 
-void ps_springs(double *force, const double *pos, const double *vel,
-                const int32_t *pairs, const double *rest_length,
-                const double *stiffness, const double *damping,
-                int m, int dim)
+/* One pass, scattering as it goes (the baseline build, and 3D). */
+PS_INLINE void spring_scatter(double *restrict force, const double *restrict pos,
+                              const double *restrict vel, const int32_t *restrict pairs,
+                              const double *restrict rest_length,
+                              const double *restrict stiffness, const double *restrict damping,
+                              int m, int dim)
 {
     double f[3];
-    if (dim == 2) {
-#if defined(__AVX2__)
-        springs_2d_blocked(force, pos, vel, pairs, rest_length, stiffness, damping, m);
-        return;
-#endif
-        /* Same arithmetic as the generic path, unrolled for the common case. */
-        for (int j = 0; j < m; j++) {
-            long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
-            double dx = pos[b] - pos[a], dy = pos[b + 1] - pos[a + 1];
-            double len2 = 0.0;
-            len2 = len2 + dx * dx;
-            len2 = len2 + dy * dy;
-            double len = sqrt(len2);
-            if (!(len > PS_MIN_LENGTH)) continue;
-            double inv = 1.0 / len;
-            double ux = dx * inv, uy = dy * inv;
-            double vrel = 0.0;
-            vrel = vrel + (vel[b] - vel[a]) * ux;
-            vrel = vrel + (vel[b + 1] - vel[a + 1]) * uy;
-            double s = stiffness[j] * (len - rest_length[j]) + damping[j] * vrel;
-            double fx = s * ux, fy = s * uy;
-            force[a] += fx;
-            force[a + 1] += fy;
-            force[b] -= fx;
-            force[b + 1] -= fy;
-        }
-        return;
-    }
     for (int j = 0; j < m; j++) {
         long a = (long)dim * pairs[2 * j], b = (long)dim * pairs[2 * j + 1];
-        if (!spring_force(f, pos + a, pos + b, vel + a, vel + b,
-                          rest_length[j], stiffness[j], damping[j], dim))
-            continue;
+        spring_force(f, 1, pos + a, pos + b, vel + a, vel + b, rest_length[j], stiffness[j],
+                     damping[j], dim);
         for (int c = 0; c < dim; c++) force[a + c] += f[c];
         for (int c = 0; c < dim; c++) force[b + c] -= f[c];
     }
+}
+
+void ps_springs(double *force, const double *pos, const double *vel,
+                const int32_t *pairs, const double *rest_length,
+                const double *stiffness, const double *damping, int32_t *spring_end,
+                int32_t *incidence, double *spring_force, int32_t *incidence_state,
+                int m, int dim, int n)
+{
+#if defined(__AVX2__)
+    if (dim == 2) {
+        if (!incidence_state[0] || incidence_state[1] != m || incidence_state[2] != n) {
+            build_incidence(spring_end, incidence, pairs, m, n);
+            incidence_state[0] = 1, incidence_state[1] = m, incidence_state[2] = n;
+        }
+        spring_pass_2d(force, pos, vel, pairs, rest_length, stiffness, damping, spring_end,
+                       incidence, spring_force, m, n);
+        return;
+    }
+#else
+    (void)spring_end, (void)incidence, (void)spring_force, (void)incidence_state, (void)n;
+#endif
+    if (dim == 2)  /* a constant dim: the loops unrolled */
+        spring_scatter(force, pos, vel, pairs, rest_length, stiffness, damping, m, 2);
+    else
+        spring_scatter(force, pos, vel, pairs, rest_length, stiffness, damping, m, 3);
 }
 
 void ps_area_springs(double *force, const double *pos, const double *vel,

@@ -253,6 +253,8 @@ class Particles(Feature):
                 # material and filter against bodies and other particles (members use their body's)
                 "friction": Field((), np.float64, 0.5), "restitution": Field((), np.float64),
                 "category": Field((), np.int32, 1), "mask": Field((), np.int32, -1),
+                # the spring pass's workspace: where each particle's list of springs ends
+                "spring_end": Field((), np.int32),
                 **{name: vec for name in scratch}}
 
     def __init__(self, ctx: Context) -> None:

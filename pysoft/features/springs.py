@@ -18,11 +18,23 @@ from pysoft.features._links import Links, Pair, pair_entities
 
 MAX_SPRINGS = 1 << 25
 
+def _rebuild_incidence(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    """A one-off call's incidence lists are built afresh (never trusted from the caller)."""
+    arrays["incidence_state"][0] = 0
+
+
+# The spring pass's workspace (``spring_end``, ``incidence``, ``spring_force``,
+# ``incidence_state``) holds each particle's list of springs, built by the kernel when
+# ``incidence_state`` says the lists are stale, and the springs' forces between its two passes.
 register(Kernel("springs", "springs",
                 (Arg("force", ("n", "dim")), Arg("pos", ("n", "dim")), Arg("vel", ("n", "dim")),
                  Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
-                 Arg("stiffness", ("m",)), Arg("damping", ("m",))),
-                ("m", "dim"), (), ("force",), index_args=(("pairs", "n"),)))
+                 Arg("stiffness", ("m",)), Arg("damping", ("m",)),
+                 Arg("spring_end", ("n",), np.int32), Arg("incidence", ("m", 2), np.int32),
+                 Arg("spring_force", ("m", "dim")), Arg("incidence_state", (3,), np.int32)),
+                ("m", "dim", "n"), (), ("force",),
+                scratch=("spring_end", "incidence", "spring_force", "incidence_state"),
+                index_args=(("pairs", "n"),), check=_rebuild_incidence))
 
 
 def _check_area(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
@@ -91,16 +103,27 @@ class _SpringTerm:
     def __init__(self, ctx: Context, links: Links, areas: Links) -> None:
         self.ctx, self.S, self.T = ctx, links.table, areas.table
         a, s, t = ctx.store.particles.arrays, links.table.arrays, areas.table.arrays
+        self.incidence_state = np.zeros(3, dtype=np.int32)  # [lists built, for m, for n]
+        self.built_for = -1  # the spring table's version the lists were last marked fresh for
         self.calls = PerState(lambda p, v, f: ctx.bind(
             "springs", force=a[f], pos=a[p], vel=a[v], pairs=s["pairs"], rest_length=s["rest_length"],
-            stiffness=s["stiffness"], damping=s["damping"]))
+            stiffness=s["stiffness"], damping=s["damping"], spring_end=a["spring_end"],
+            incidence=s["incidence"], spring_force=s["spring_force"],
+            incidence_state=self.incidence_state))
         self.area_calls = PerState(lambda p, v, f: ctx.bind(
             "area_springs", force=a[f], pos=a[p], vel=a[v], triangles=t["triangles"],
             rest_area=t["rest_area"], stiffness=t["stiffness"], damping=t["damping"]))
 
+    def counts(self) -> tuple[int, int, int]:
+        """The spring kernel's counts; marks the incidence lists stale when springs changed."""
+        if self.S.version != self.built_for:
+            self.incidence_state[0] = 0
+            self.built_for = self.S.version
+        return self.S.n, self.ctx.dim, self.ctx.store.particles.n
+
     def evaluate(self, state: int) -> None:
         if self.S.n:
-            self.calls[state](self.S.n, self.ctx.dim)
+            self.calls[state](*self.counts())
         if self.T.n:
             self.area_calls[state](self.T.n, self.ctx.dim)
 
@@ -118,6 +141,8 @@ class Springs(Feature):
         self.links = Links(ctx, "springs", 2, "pairs", {
             "rest_length": Field((), np.float64), "stiffness": Field((), np.float64),
             "damping": Field((), np.float64), "max_strain": Field((), np.float64, np.inf),
+            # the spring pass's workspace: the particles' lists of springs, the forces
+            "incidence": Field((2,), np.int32), "spring_force": Field((ctx.dim,), np.float64),
         }, MAX_SPRINGS)
         self.areas = Links(ctx, "area_springs", 3, "triangles", {
             "rest_area": Field((), np.float64), "stiffness": Field((), np.float64),
@@ -130,7 +155,7 @@ class Springs(Feature):
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         m, t = self.table.n, self.areas.table.n
-        return {"springs": (m, functools.partial(self.term.calls[0], m, self.ctx.dim)),
+        return {"springs": (m, functools.partial(self.term.calls[0], *self.term.counts())),
                 "area_springs": (t, functools.partial(self.term.area_calls[0], t, self.ctx.dim))}
 
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,

@@ -9,21 +9,21 @@ from pysoft.twins._common import F64, I32, INVERSION_GAIN, MIN_LENGTH, dot, scat
 
 def springs(
     force: F64, pos: F64, vel: F64, pairs: I32, rest_length: F64,
-    stiffness: F64, damping: F64, m: int, dim: int,
+    stiffness: F64, damping: F64, spring_end: I32, incidence: I32, spring_force: F64,
+    incidence_state: I32, m: int, dim: int, n: int,
 ) -> None:
-    """Add damped spring forces; spring j adds ``+f`` to ``a`` then ``-f`` to ``b``."""
+    """Add damped spring forces; spring j adds ``+f`` to ``a`` then ``-f`` to ``b``, a spring
+    too short to have an axis ``f = -0.0``. (The C kernel's workspace is not needed here.)"""
     a, b = pairs[:m, 0], pairs[:m, 1]
     d = np.take(pos, b, axis=0) - np.take(pos, a, axis=0)  # (np.take: faster than pos[b])
     length = np.sqrt(dot(d, d, dim))
     live = length > MIN_LENGTH
-    if not live.all():
-        a, b, d, length = a[live], b[live], d[live], length[live]
-        stiffness, damping, rest_length = stiffness[:m][live], damping[:m][live], rest_length[:m][live]
-    u = d * (1.0 / length)[:, None]
-    vrel = dot(np.take(vel, b, axis=0) - np.take(vel, a, axis=0), u, dim)
-    k = len(a)
-    s = stiffness[:k] * (length - rest_length[:k]) + damping[:k] * vrel
-    scatter_pairs(force, a, b, s[:, None] * u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = d * (1.0 / length)[:, None]
+        vrel = dot(np.take(vel, b, axis=0) - np.take(vel, a, axis=0), u, dim)
+        s = stiffness[:m] * (length - rest_length[:m]) + damping[:m] * vrel
+        f = np.where(live[:, None], s[:, None] * u, -0.0)
+    scatter_pairs(force, a, b, f)
 
 
 def area_springs(
