@@ -157,6 +157,9 @@ int ps_clamp_speeds(double *pos, double *vel, const double *prev_pos, int n, int
                     double max_speed);
 
 /* reference.c (the benchmark's yardstick, not an engine pass) */
+void ps_reference_springs(double *x, double *y, double *vx, double *vy, double *fx, double *fy,
+                          const int32_t *a, const int32_t *b, const double *rest, int n, int ns,
+                          double k, double c);
 void ps_reference_steps(double *x, double *y, double *vx, double *vy, double *fx, double *fy,
                         const int32_t *a, const int32_t *b, const double *rest, int n, int ns,
                         double k, double c, double dt, double inv_mass, double g, double e,
