@@ -75,7 +75,7 @@ def builder(module: str, extra: tuple[str, ...] = ()) -> FFI:
         extra_compile_args=flags,
         define_macros=[("PS_COMPILE_FLAGS", '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'),
                        *((name, repr(value)) for name, value in CONSTANTS.items())],
-        libraries=["m"],
+        libraries=["m", "pthread"] if os.name == "posix" else ["m"],  # pool.c's workers
     )
     return ffi
 

@@ -38,6 +38,7 @@ INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 # them a frame takes minutes and the C core's int counts overflow)
 MIN_DT = 1e-6
 MAX_SUBSTEPS = 1000
+MAX_THREADS = 16  # the C core's pool (PS_MAX_THREADS in csrc/src/internal.h)
 MAX_ITERATIONS = 100
 
 # The states a force evaluation reads and writes: (position, velocity, force) fields of
@@ -82,6 +83,7 @@ class Settings:
     _particle_collisions: bool
     _body_collisions: bool
     _body_contact_iterations: int
+    _threads: int
     dim: int
 
     dt = _validate.Checked(lambda n, v: _validate.at_least(n, v, MIN_DT),
@@ -105,6 +107,11 @@ class Settings:
     body_contact_iterations = _validate.Checked(
         lambda n, v: _validate.integer(n, v, 1, MAX_ITERATIONS),
         "Body-contact sweeps per substep (default 1: more substeps converge better).")
+    threads = _validate.Checked(
+        lambda n, v: _validate.integer(n, v, 1, MAX_THREADS),
+        """Threads the C core's spring pass may split its loops over (1 to MAX_THREADS; default
+        1): its springs, then its particles, in fixed parts, so the results are the same bit for
+        bit whatever the count. The workers are shared by the process's worlds.""")
     body_collisions = _validate.Checked(
         _validate.flag, "Whether bodies collide with each other (on by default).")
     particle_collisions = _validate.Checked(

@@ -119,7 +119,8 @@ class Table:
         """Reserve ``max_rows`` rows of every field in one mapping (fewer if refused)."""
         rows = max_rows
         while True:
-            sizes = [-(-rows * f.row_bytes() // _ALIGN) * _ALIGN + _STAGGER_ROOM for f in self.fields.values()]
+            sizes = [-(-rows * f.row_bytes() // _ALIGN) * _ALIGN + _STAGGER_ROOM
+                     for f in self.fields.values()]
             try:
                 raw = _reserve(sum(sizes))
                 break

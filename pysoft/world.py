@@ -95,7 +95,7 @@ class World(Settings):
         on_instability: str = "raise",
         particle_collisions: bool = False,
         body_collisions: bool = True,
-        body_contact_iterations: int = 1,
+        body_contact_iterations: int = 1, threads: int = 1,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (2, 3):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
@@ -121,7 +121,7 @@ class World(Settings):
         self.constraint_iterations = constraint_iterations
         self.particle_collisions = particle_collisions
         self.body_collisions = body_collisions
-        self.body_contact_iterations = body_contact_iterations
+        self.body_contact_iterations, self.threads = body_contact_iterations, threads
         self._ecs = Ecs(context)
         self.context = self._ecs.context
         self.store = Store(dim)

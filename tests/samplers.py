@@ -56,7 +56,8 @@ def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
     rest[: m // 7] = 0.0  # zero rest length (mouse springs)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "pairs": pairs,
             "rest_length": rest, "stiffness": rng.uniform(1.0, 1e4, m),
-            "damping": rng.uniform(0.0, 20.0, m), **spring_workspace(n, m, dim)}
+            "damping": rng.uniform(0.0, 20.0, m), **spring_workspace(n, m, dim),
+            "threads": int(rng.integers(1, 4))}
 
 
 def spring_workspace(n: int, m: int, dim: int) -> dict[str, np.ndarray]:

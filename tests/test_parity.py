@@ -136,7 +136,7 @@ def test_springs_never_produce_nan_for_coincident_endpoints() -> None:
     for backend in ("c", "python"):
         force = np.full((2, 2), -0.0)
         pos = np.ones((2, 2))
-        _kernels.call("springs", backend, force=force, pos=pos, vel=np.zeros((2, 2)),
+        _kernels.call("springs", backend, 1, force=force, pos=pos, vel=np.zeros((2, 2)),
                       pairs=np.array([[0, 1]], dtype=np.int32), rest_length=np.array([1.0]),
                       stiffness=np.array([100.0]), damping=np.array([1.0]),
                       **spring_workspace(2, 1, 2))
@@ -167,7 +167,7 @@ def test_springs_rebuild_their_incidence_lists_when_the_springs_change(backend: 
             keep = (fresh["pairs"][:live] < count_n).all(axis=1)
             args["pairs"][:live][~keep] = 0, 1
             fresh["pairs"][:live][~keep] = 0, 1
-        bound.call(live, 2, count_n)
+        bound.call(live, 2, count_n, 1)
         want = {k: (v[:live] if k in ("pairs", "rest_length", "stiffness", "damping", "incidence",
                                       "spring_force") else v[:count_n] if k in ("force", "pos", "vel",
                                                                                 "spring_end") else v)

@@ -10,7 +10,9 @@
  * Every kernel is a pure function over caller-owned arrays: written arrays
  * first (then any workspace it may overwrite), then read-only arrays, then
  * counts, then scalars. Kernels never
- * allocate, keep no state and loop in a fixed order; each documents its
+ * allocate, keep no state (the worker threads of pool.c, which a kernel
+ * given threads > 1 splits its loop over, hold none) and loop in a fixed
+ * order; each documents its
  * accumulation order so that its NumPy twin (same name without the ps_
  * prefix, in pysoft/twins/<file>.py) matches it bit for bit.
  *
@@ -39,7 +41,7 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 const int32_t *pairs, const double *rest_length,
                 const double *stiffness, const double *damping, int32_t *spring_end,
                 int32_t *incidence, double *spring_force, int32_t *incidence_state,
-                int m, int dim, int n);
+                int m, int dim, int n, int threads);
 void ps_area_springs(double *force, const double *pos, const double *vel,
                      const int32_t *triangles, const double *rest_area,
                      const double *stiffness, const double *damping, int m, int dim);

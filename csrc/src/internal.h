@@ -65,4 +65,12 @@ PS_INLINE double ps_dot(const double *a, const double *b, int dim)
     return s;
 }
 
+/* pool.c: a pass split over worker threads (see there). fn(args, part, parts) runs once for
+ * each part 0 .. parts-1 (fewer parts than asked if threads cannot be started: each pass
+ * splits by the parts it is given); returns the parts used. */
+#define PS_MAX_THREADS 16
+typedef void (*ps_part_fn)(void *args, int part, int parts);
+int ps_pool_run(ps_part_fn fn, void *args, int parts);
+int ps_part_start(int count, int part, int parts);
+
 #endif /* PYSOFT_INTERNAL_H */

@@ -74,6 +74,8 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
 #if defined(__AVX2__)
 #include <immintrin.h>
 
+#define PS_SPRINGS_PER_THREAD 4096
+
 /* [p[i], p[i + 1], p[j], p[j + 1]] */
 PS_INLINE __m256d two_rows(const double *p, long i, long j)
 {
@@ -136,25 +138,43 @@ static void build_incidence(int32_t *restrict end, int32_t *restrict incidence,
     if (n) end[n - 1] = total;
 }
 
-/* The two passes in 2D. Pass 1: every spring's force into f (x at f[j], y at f[m + j]), no
- * scatter. Pass 2: each particle adds its springs' forces in spring order, +f at end a and
- * -1 * f at end b (the bits of subtracting f), starting from its force as it was: the
- * additions the scatter loop makes, in its order. */
-static void spring_pass_2d(double *restrict force, const double *restrict pos,
-                           const double *restrict vel, const int32_t *restrict pairs,
-                           const double *restrict rest_length, const double *restrict stiffness,
-                           const double *restrict damping, const int32_t *restrict end,
-                           const int32_t *restrict incidence, double *restrict f, int m, int n)
+/* The two passes in 2D over the arrays of `task`, split into parts (threads): pass 1 by
+ * springs, then pass 2 by particles. Pass 1: every spring's force into f (x at f[j], y at
+ * f[m + j]), no scatter. Pass 2: each particle adds its springs' forces in spring order, +f
+ * at end a and -1 * f at end b (the bits of subtracting f), starting from its force as it
+ * was: the additions the scatter loop makes, in its order. */
+typedef struct {
+    double *force, *f;
+    const double *pos, *vel, *rest_length, *stiffness, *damping;
+    const int32_t *pairs, *end, *incidence;
+    int m, n;
+} SpringPass;
+
+static void spring_forces_2d(void *args, int part, int parts)
 {
-    for (int j = spring_forces_2d_avx(f, f + m, pos, vel, pairs, rest_length, stiffness, damping, m);
-         j < m; j++) {
+    const SpringPass *t = args;
+    int j = ps_part_start(t->m, part, parts), stop = ps_part_start(t->m, part + 1, parts);
+    const int32_t *pairs = t->pairs;
+    j += spring_forces_2d_avx(t->f + j, t->f + t->m + j, t->pos, t->vel, pairs + 2L * j,
+                              t->rest_length + j, t->stiffness + j, t->damping + j, stop - j);
+    for (; j < stop; j++) {
         long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
-        spring_force(f + j, m, pos + a, pos + b, vel + a, vel + b, rest_length[j], stiffness[j],
-                     damping[j], 2);
+        spring_force(t->f + j, t->m, t->pos + a, t->pos + b, t->vel + a, t->vel + b,
+                     t->rest_length[j], t->stiffness[j], t->damping[j], 2);
     }
+}
+
+static void spring_sums_2d(void *args, int part, int parts)
+{
+    const SpringPass *t = args;
     static const double sign[2] = {1.0, -1.0};
-    int e = 0;
-    for (int i = 0; i < n; i++) {
+    const int32_t *restrict end = t->end, *restrict incidence = t->incidence;
+    const double *restrict f = t->f;
+    double *restrict force = t->force;
+    long m = t->m;
+    int i = ps_part_start(t->n, part, parts), stop = ps_part_start(t->n, part + 1, parts);
+    int e = i ? end[i - 1] : 0;
+    for (; i < stop; i++) {
         double ax = force[2L * i], ay = force[2L * i + 1];
         for (; e < end[i]; e++) {
             int32_t q = incidence[e];
@@ -189,7 +209,7 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 const int32_t *pairs, const double *rest_length,
                 const double *stiffness, const double *damping, int32_t *spring_end,
                 int32_t *incidence, double *spring_force, int32_t *incidence_state,
-                int m, int dim, int n)
+                int m, int dim, int n, int threads)
 {
 #if defined(__AVX2__)
     if (dim == 2) {
@@ -197,12 +217,18 @@ void ps_springs(double *force, const double *pos, const double *vel,
             build_incidence(spring_end, incidence, pairs, m, n);
             incidence_state[0] = 1, incidence_state[1] = m, incidence_state[2] = n;
         }
-        spring_pass_2d(force, pos, vel, pairs, rest_length, stiffness, damping, spring_end,
-                       incidence, spring_force, m, n);
+        SpringPass task = {force, spring_force, pos, vel, rest_length, stiffness, damping, pairs,
+                           spring_end, incidence, m, n};
+        /* a part of fewer than PS_SPRINGS_PER_THREAD springs is not worth a thread's wake-up */
+        int parts = threads < 1 ? 1 : threads;
+        if (parts > m / PS_SPRINGS_PER_THREAD) parts = m / PS_SPRINGS_PER_THREAD > 1 ? m / PS_SPRINGS_PER_THREAD : 1;
+        parts = ps_pool_run(spring_forces_2d, &task, parts);
+        ps_pool_run(spring_sums_2d, &task, parts);
         return;
     }
 #else
-    (void)spring_end, (void)incidence, (void)spring_force, (void)incidence_state, (void)n;
+    (void)spring_end, (void)incidence, (void)spring_force, (void)incidence_state, (void)n,
+        (void)threads;
 #endif
     if (dim == 2)  /* a constant dim: the loops unrolled */
         spring_scatter(force, pos, vel, pairs, rest_length, stiffness, damping, m, 2);

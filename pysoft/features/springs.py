@@ -32,7 +32,7 @@ register(Kernel("springs", "springs",
                  Arg("stiffness", ("m",)), Arg("damping", ("m",)),
                  Arg("spring_end", ("n",), np.int32), Arg("incidence", ("m", 2), np.int32),
                  Arg("spring_force", ("m", "dim")), Arg("incidence_state", (3,), np.int32)),
-                ("m", "dim", "n"), (), ("force",),
+                ("m", "dim", "n"), ("threads",), ("force",),
                 scratch=("spring_end", "incidence", "spring_force", "incidence_state"),
                 index_args=(("pairs", "n"),), check=_rebuild_incidence))
 
@@ -102,6 +102,7 @@ class _SpringTerm:
 
     def __init__(self, ctx: Context, links: Links, areas: Links) -> None:
         self.ctx, self.S, self.T = ctx, links.table, areas.table
+        self.P, self.dim, self.settings = ctx.store.particles, ctx.dim, ctx.settings
         a, s, t = ctx.store.particles.arrays, links.table.arrays, areas.table.arrays
         self.incidence_state = np.zeros(3, dtype=np.int32)  # [lists built, for m, for n]
         self.built_for = -1  # the spring table's version the lists were last marked fresh for
@@ -114,16 +115,17 @@ class _SpringTerm:
             "area_springs", force=a[f], pos=a[p], vel=a[v], triangles=t["triangles"],
             rest_area=t["rest_area"], stiffness=t["stiffness"], damping=t["damping"]))
 
-    def counts(self) -> tuple[int, int, int]:
-        """The spring kernel's counts; marks the incidence lists stale when springs changed."""
+    def arguments(self) -> tuple[int, int, int, int]:
+        """The spring kernel's counts and thread count; marks the incidence lists stale when
+        the springs changed."""
         if self.S.version != self.built_for:
             self.incidence_state[0] = 0
             self.built_for = self.S.version
-        return self.S.n, self.ctx.dim, self.ctx.store.particles.n
+        return self.S.n, self.dim, self.P.n, self.settings._threads
 
     def evaluate(self, state: int) -> None:
         if self.S.n:
-            self.calls[state](*self.counts())
+            self.calls[state](*self.arguments())
         if self.T.n:
             self.area_calls[state](self.T.n, self.ctx.dim)
 
@@ -155,7 +157,7 @@ class Springs(Feature):
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         m, t = self.table.n, self.areas.table.n
-        return {"springs": (m, functools.partial(self.term.calls[0], *self.term.counts())),
+        return {"springs": (m, functools.partial(self.term.calls[0], *self.term.arguments())),
                 "area_springs": (t, functools.partial(self.term.area_calls[0], t, self.ctx.dim))}
 
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,

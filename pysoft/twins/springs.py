@@ -10,10 +10,11 @@ from pysoft.twins._common import F64, I32, INVERSION_GAIN, MIN_LENGTH, dot, scat
 def springs(
     force: F64, pos: F64, vel: F64, pairs: I32, rest_length: F64,
     stiffness: F64, damping: F64, spring_end: I32, incidence: I32, spring_force: F64,
-    incidence_state: I32, m: int, dim: int, n: int,
+    incidence_state: I32, m: int, dim: int, n: int, threads: int,
 ) -> None:
     """Add damped spring forces; spring j adds ``+f`` to ``a`` then ``-f`` to ``b``, a spring
-    too short to have an axis ``f = -0.0``. (The C kernel's workspace is not needed here.)"""
+    too short to have an axis ``f = -0.0``. (The C kernel's workspace and threads are not
+    needed here.)"""
     a, b = pairs[:m, 0], pairs[:m, 1]
     d = np.take(pos, b, axis=0) - np.take(pos, a, axis=0)  # (np.take: faster than pos[b])
     length = np.sqrt(dot(d, d, dim))
