@@ -109,9 +109,9 @@ class Settings:
         "Body-contact sweeps per substep (default 1: more substeps converge better).")
     threads = _validate.Checked(
         lambda n, v: _validate.integer(n, v, 1, MAX_THREADS),
-        """Threads the C core's spring pass may split its loops over (1 to MAX_THREADS; default
-        1): its springs, then its particles, in fixed parts, so the results are the same bit for
-        bit whatever the count. The workers are shared by the process's worlds.""")
+        """Threads the C core's spring and collide passes may split their loops over (1 to
+        MAX_THREADS; default 1): springs, then particles, in fixed parts, so the results are the
+        same bit for bit whatever the count. The workers are shared by the process's worlds.""")
     body_collisions = _validate.Checked(
         _validate.flag, "Whether bodies collide with each other (on by default).")
     particle_collisions = _validate.Checked(

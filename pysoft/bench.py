@@ -79,7 +79,7 @@ def _direct_kernels(world: World) -> Callable[[], None]:
             gravity(n, dim, drag)
             springs(*spring_term.arguments())
             integrate(n, dim, h)
-            collide(n, C.n, faces.n, dim, iterations, h, rest)
+            collide(n, C.n, faces.n, dim, iterations, h, rest, world.threads)
         unstable(n, dim, max_speed)
 
     return frame

@@ -204,7 +204,7 @@ def _collide_args(rng: np.random.Generator, n: int, dim: int, shapes_: list[Any]
             "velocity": rng.normal(0.0, 1.0, (k, dim)) if moving else np.zeros((k, dim)),
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
-            "rest_speed": 0.25}
+            "rest_speed": 0.25, "threads": int(rng.integers(1, 4))}
 
 
 def sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

@@ -430,10 +430,11 @@ def _state_digest(w: pysoft.World) -> str:
 
 
 def test_threads_give_the_same_bits_as_one_thread() -> None:
-    """World(threads=N) splits the spring pass's springs, then its particles, into N fixed
-    parts: the canonical scene (10,000 particles, 34,200 springs: up to 8 parts of 4,096) after
-    100 steps is the same bit for bit with 1, 2, 3 and 8 threads, and changing the count
-    between frames changes nothing either."""
+    """World(threads=N) splits the spring pass's springs, then its particles, and the collide
+    pass's particles into N fixed parts: the canonical scene (10,000 particles, 34,200
+    springs: up to 8 parts of 4,096 springs, 4 of 2,048 particles) after 100 steps is the same
+    bit for bit with 1, 2, 3 and 8 threads, and changing the count between frames changes
+    nothing either."""
     digests = set()
     for threads in (1, 2, 3, 8):
         w = scenes.boxes(10_000)
@@ -464,6 +465,30 @@ def test_the_spring_kernel_split_over_threads_matches_its_twin() -> None:
         got = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
         _kernels.call("springs", "c", threads, **samplers.arrays_of("springs", got))
         assert got["force"].tobytes() == want["force"].tobytes(), threads
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_the_collide_kernel_split_over_threads_matches_its_twin(dim: int) -> None:
+    """The collide kernel on 12,000 particles against floors, boxes and moving shapes (the
+    parity sampler's scene), 1 to 5 threads (parts of at least 2,048 particles) against the
+    NumPy twin: bitwise equal written arrays and the same contact count."""
+    import importlib
+
+    samplers = importlib.import_module("samplers")
+    from pysoft import _kernels
+    from pysoft._kernels import REGISTRY
+
+    args = samplers.SAMPLERS["collide"](np.random.default_rng(11), 12_000, dim)
+    want = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    count = _kernels.call("collide", "python", *samplers.scalars_of("collide", {**want, "threads": 1}),
+                          **samplers.arrays_of("collide", want))
+    assert count > 0
+    for threads in range(1, 6):
+        got = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+        assert _kernels.call("collide", "c", *samplers.scalars_of("collide", {**got, "threads": threads}),
+                             **samplers.arrays_of("collide", got)) == count
+        for name in REGISTRY["collide"].writes:
+            assert got[name].tobytes() == want[name].tobytes(), (threads, name)
 
 
 @pytest.mark.parametrize("bad", [0, 17, 1.5, True, "2"])

@@ -286,7 +286,7 @@ def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int)
             "velocity": np.zeros((k, dim)), "angular_velocity": np.zeros((k, 3)),
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
-            "rest_speed": 0.25}
+            "rest_speed": 0.25, "threads": 1}
     deep = (p["pos"][:, 1] < -0.5 - 0.01).sum()
     assert deep > 10  # some start deep in the floor: the push-out speed limits them
     out = {backend: _copy(args) for backend in ("c", "python")}

@@ -473,9 +473,10 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
                const double *bound, const double *grow, int n, int k, int nfaces,
-               int dim, int iterations, double h, double rest_speed)
+               int dim, int iterations, double h, double rest_speed, int i_begin, int i_end)
 {
     int contacts = 0, any_moving = 0;  /* whether any collider moves: most scenes' do not */
+    (void)n;
     (void)nfaces;
     for (int j = 0; j < k && !any_moving; j++) any_moving = moves(j, velocity, angular_velocity, dim);
     /* per still plane: world normal n, offset n . y <= o, and a scale for the slack (0: not
@@ -499,8 +500,8 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
      * all in a loop that vectorises, and only those near one go through the search. */
     int all_planes = k <= nplane;
     for (int j = 0; j < nplane && all_planes; j++) all_planes = plane[(long)j * (dim + 2) + dim + 1] != 0.0;
-    for (int i0 = 0; i0 < n; i0 += PS_COLLIDE_BLOCK) {
-        int i1 = n - i0 > PS_COLLIDE_BLOCK ? i0 + PS_COLLIDE_BLOCK : n;
+    for (int i0 = i_begin; i0 < i_end; i0 += PS_COLLIDE_BLOCK) {
+        int i1 = i_end - i0 > PS_COLLIDE_BLOCK ? i0 + PS_COLLIDE_BLOCK : i_end;
         int64_t near[PS_COLLIDE_BLOCK];
         if (all_planes) {
             for (int i = i0; i < i1; i++) near[i - i0] = 0;
@@ -586,6 +587,37 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
     return contacts;
 }
 
+/* The arguments of one collide call, for its parts (each a range of particles: they are
+ * independent, so any split gives the same bits). */
+typedef struct {
+    double *pos, *vel, *contact_normal, *contact_impulse, *support;
+    int32_t *contact_collider;
+    const double *prev_pos, *radius, *mass, *inv_mass, *center, *rotation, *velocity,
+        *angular_velocity, *restitution, *friction, *keep, *face_normal, *face_offset, *cap_a,
+        *cap_b, *cap_radius, *bound, *grow;
+    const int32_t *kind, *face_start, *face_count;
+    int n, k, nfaces, dim, iterations;
+    double h, rest_speed;
+    int contacts[PS_MAX_THREADS];
+} CollideTask;
+
+static void collide_part(void *args, int part, int parts)
+{
+    CollideTask *t = args;
+    int i0 = ps_part_start(t->n, part, parts), i1 = ps_part_start(t->n, part + 1, parts);
+#define PS_COLLIDE_ARGS(D) t->pos, t->vel, t->contact_collider, t->contact_normal, \
+        t->contact_impulse, t->support, t->prev_pos, t->radius, t->mass, t->inv_mass, t->kind, \
+        t->center, t->rotation, t->velocity, t->angular_velocity, t->restitution, t->friction, \
+        t->keep, t->face_start, t->face_count, t->face_normal, t->face_offset, t->cap_a, \
+        t->cap_b, t->cap_radius, t->bound, t->grow, t->n, t->k, t->nfaces, D, t->iterations, \
+        t->h, t->rest_speed, i0, i1
+    t->contacts[part] = t->dim == 2 ? collide_impl(PS_COLLIDE_ARGS(2)) : collide_impl(PS_COLLIDE_ARGS(3));
+#undef PS_COLLIDE_ARGS
+}
+
+/* a part of fewer particles is not worth a thread's wake-up */
+#define PS_PARTICLES_PER_THREAD 2048
+
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
                const double *prev_pos, const double *radius, const double *mass,
@@ -597,13 +629,18 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
                const double *bound, const double *grow, int n, int k, int nfaces,
-               int dim, int iterations, double h, double rest_speed)
+               int dim, int iterations, double h, double rest_speed, int threads)
 {
-#define PS_COLLIDE_ARGS(D) pos, vel, contact_collider, contact_normal, contact_impulse, support, \
-        prev_pos, radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity, \
-        restitution, friction, keep, face_start, face_count, face_normal, face_offset, cap_a, \
-        cap_b, cap_radius, bound, grow, n, k, nfaces, D, iterations, h, rest_speed
-    if (dim == 2) return collide_impl(PS_COLLIDE_ARGS(2));
-    return collide_impl(PS_COLLIDE_ARGS(3));
-#undef PS_COLLIDE_ARGS
+    CollideTask t = {pos, vel, contact_normal, contact_impulse, support, contact_collider,
+                     prev_pos, radius, mass, inv_mass, center, rotation, velocity,
+                     angular_velocity, restitution, friction, keep, face_normal, face_offset,
+                     cap_a, cap_b, cap_radius, bound, grow, kind, face_start, face_count, n, k,
+                     nfaces, dim, iterations, h, rest_speed, {0}};
+    int parts = threads < 1 ? 1 : threads;
+    if (parts > n / PS_PARTICLES_PER_THREAD)
+        parts = n / PS_PARTICLES_PER_THREAD > 1 ? n / PS_PARTICLES_PER_THREAD : 1;
+    parts = ps_pool_run(collide_part, &t, parts);
+    int contacts = 0;
+    for (int p = 0; p < parts; p++) contacts += t.contacts[p];
+    return contacts;
 }

@@ -56,7 +56,7 @@ register(Kernel(
      Arg("face_normal", ("nfaces", "dim")), Arg("face_offset", ("nfaces",)),
      Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")), Arg("cap_radius", _K),
      Arg("bound", _K), Arg("grow", _K)),
-    ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed"),
+    ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed", "threads"),
     ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"),
     check=_check_collide))
 
@@ -217,7 +217,7 @@ class _CollideTerm:
         """The collide kernel over every particle and collider, as they are now."""
         s = self.ctx.settings
         self.collide(self.P.n, self.C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
-                     s._restitution_threshold)
+                     s._restitution_threshold, s._threads)
 
 
 class _RecollideTerm:
@@ -313,7 +313,7 @@ class Colliders(Feature):
         P, s = self.ctx.store.particles, self.ctx.settings
         return {"collide": (P.n * self.table.n, functools.partial(
             self.term.collide, P.n, self.table.n, self.faces.flat.n, self.ctx.dim,
-            s._contact_iterations, PROBE_H, s._restitution_threshold))}
+            s._contact_iterations, PROBE_H, s._restitution_threshold, s._threads))}
 
     def collider(self, entity: int) -> Collider:
         """The Collider component of ``entity``."""

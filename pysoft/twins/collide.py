@@ -311,10 +311,11 @@ def collide(
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
     cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
     dim: int,
-    iterations: int, h: float, rest_speed: float,
+    iterations: int, h: float, rest_speed: float, threads: int,
 ) -> int:
     """Particles against colliders: swept entry or nearest surface, deepest wins; response;
-    then particles whose slip was undone are projected out again without friction."""
+    then particles whose slip was undone are projected out again without friction. (C splits
+    the particles over ``threads``; they are independent, so the twin needs none.)"""
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
              cap_b, cap_radius, bound, grow, k, dim, velocity, angular_velocity, h)
     shapes = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a, cap_b,
