@@ -499,3 +499,54 @@ def test_threads_must_be_a_count_of_1_to_16(bad: Any) -> None:
     assert w.threads == 1
     with pytest.raises(ValueError, match="threads"):
         pysoft.World(threads=bad)
+
+
+def test_two_python_threads_stepping_worlds_with_threads_share_the_pool() -> None:
+    """The C core releases the GIL during a pass: two Python threads stepping two worlds with
+    threads=2 at once take turns on the one pool (a run at a time) and get the bits of each
+    world stepped alone."""
+    import threading
+
+    def run(out: list[str]) -> None:
+        w = scenes.boxes(10_000)
+        w.threads = 2
+        for _ in range(30):
+            w.step()
+        out.append(_state_digest(w))
+
+    alone: list[str] = []
+    run(alone)
+    together: list[str] = []
+    workers = [threading.Thread(target=run, args=(together,)) for _ in range(2)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout=120)
+    assert together == alone * 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_process_starts_its_own_workers() -> None:
+    """Workers are not copied by fork(): a child of a process whose pool ran steps a world with
+    threads=2 (starting its own workers) and gets the parent's bits."""
+    w = scenes.boxes(10_000)
+    w.threads = 2
+    for _ in range(5):
+        w.step()
+    want = _state_digest(w)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: step a fresh world the same way, report its digest
+        try:
+            c = scenes.boxes(10_000)
+            c.threads = 2
+            for _ in range(5):
+                c.step()
+            os.write(write, _state_digest(c).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    got = os.read(read, 200).decode()
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and got == want
