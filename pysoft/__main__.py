@@ -20,6 +20,7 @@ def info() -> int:
 
     import pysoft
     from pysoft import _native
+    from pysoft._pipeline import MAX_THREADS
 
     print(f"pysoft {pysoft.__version__}")
     print(f"python {platform.python_version()} ({sys.executable})")
@@ -29,6 +30,8 @@ def info() -> int:
         print(f"C core: loaded ({_native.MODULE}, the {_native.VARIANT} build, chosen for this CPU; "
               "PYSOFT_VARIANT=baseline picks the other)")
         print(f"compile flags: {_native.compile_flags()}")
+        print(f"threads: World(threads=N) splits the spring and collide passes over up to "
+              f"{MAX_THREADS} (this machine has {os.cpu_count()} CPUs); default 1")
         print("default backend: c")
     else:
         print(f"C core: MISSING ({_native.IMPORT_ERROR})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -30,6 +31,7 @@ def test_info_reports_the_c_core(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "C core: loaded" in out
     assert "-ffp-contract=off" in out and "-ffast-math" not in out
+    assert "threads: World(threads=N)" in out and f"{os.cpu_count()} CPUs" in out
 
 
 def test_demo_draws_in_the_terminal_without_a_display(capsys: pytest.CaptureFixture[str]) -> None:
