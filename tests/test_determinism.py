@@ -501,28 +501,38 @@ def test_threads_must_be_a_count_of_1_to_16(bad: Any) -> None:
         pysoft.World(threads=bad)
 
 
-def test_two_python_threads_stepping_worlds_with_threads_share_the_pool() -> None:
-    """The C core releases the GIL during a pass: two Python threads stepping two worlds with
-    threads=2 at once take turns on the one pool (a run at a time) and get the bits of each
-    world stepped alone."""
+def test_two_python_threads_calling_split_kernels_at_once_share_the_pool() -> None:
+    """The C core releases the GIL during a kernel: two Python threads running the spring and
+    collide kernels with threads=2 at once, on arrays of their own, take turns on the one
+    pool (a run at a time) and get the bits of each run alone."""
+    import importlib
     import threading
 
-    def run(out: list[str]) -> None:
-        w = scenes.boxes(10_000)
-        w.threads = 2
-        for _ in range(30):
-            w.step()
-        out.append(_state_digest(w))
+    samplers = importlib.import_module("samplers")
+    from pysoft import _kernels
 
-    alone: list[str] = []
-    run(alone)
-    together: list[str] = []
-    workers = [threading.Thread(target=run, args=(together,)) for _ in range(2)]
+    def sample(name: str, seed: int) -> dict[str, Any]:
+        args = samplers.SAMPLERS[name](np.random.default_rng(seed), 12_000, 2)
+        return {**args, "threads": 2}
+
+    def run(name: str, args: dict[str, Any], out: list[bytes]) -> None:
+        for _ in range(20):
+            _kernels.call(name, "c", *samplers.scalars_of(name, args), **samplers.arrays_of(name, args))
+        out.append(args["vel" if name == "collide" else "force"].tobytes())
+
+    cases = [("springs", 1), ("collide", 2), ("springs", 3), ("collide", 4)]
+    alone: list[list[bytes]] = []
+    for name, seed in cases:
+        alone.append([])
+        run(name, sample(name, seed), alone[-1])
+    together: list[list[bytes]] = [[] for _ in cases]
+    workers = [threading.Thread(target=run, args=(name, sample(name, seed), out))
+               for (name, seed), out in zip(cases, together, strict=True)]
     for t in workers:
         t.start()
     for t in workers:
         t.join(timeout=120)
-    assert together == alone * 2
+    assert together == alone
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")

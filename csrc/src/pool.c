@@ -34,7 +34,7 @@ int ps_pool_run(ps_part_fn fn, void *args, int parts)
 #else
 
 static struct {
-    pthread_mutex_t run;  /* one run at a time (two Python threads may step two worlds) */
+    pthread_mutex_t run;  /* one run at a time (two Python threads may call kernels at once) */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     int workers;          /* started */
