@@ -20,7 +20,7 @@ def info() -> int:
 
     import pysoft
     from pysoft import _native
-    from pysoft._pipeline import MAX_THREADS
+    from pysoft._constants import MAX_THREADS
 
     print(f"pysoft {pysoft.__version__}")
     print(f"python {platform.python_version()} ({sys.executable})")

@@ -43,8 +43,13 @@ INVERSION_GAIN = 2.0
 # the lowest or highest cell rather than an undefined conversion; contacts.c)
 CELL_LIMIT = 1073741824.0
 
+# The most threads a pass may split its loop over: the C core's pool keeps at most one fewer
+# workers (pool.c), World(threads=N) accepts 1 to this
+MAX_THREADS = 16
+
 C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": CAPSULE,
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
             "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
-            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_CELL_LIMIT": CELL_LIMIT}
+            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_CELL_LIMIT": CELL_LIMIT,
+            "PS_MAX_THREADS": MAX_THREADS}

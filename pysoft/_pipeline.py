@@ -30,6 +30,7 @@ import esper
 import numpy as np
 
 from pysoft import _validate
+from pysoft._constants import MAX_THREADS
 
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 # Bounds of the step settings: a frame shorter than MIN_DT (s) is no frame (``step`` does
@@ -38,7 +39,6 @@ INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 # them a frame takes minutes and the C core's int counts overflow)
 MIN_DT = 1e-6
 MAX_SUBSTEPS = 1000
-MAX_THREADS = 16  # the C core's pool (PS_MAX_THREADS in csrc/src/internal.h)
 MAX_ITERATIONS = 100
 
 # The states a force evaluation reads and writes: (position, velocity, force) fields of

@@ -615,8 +615,7 @@ static void collide_part(void *args, int part, int parts)
 #undef PS_COLLIDE_ARGS
 }
 
-/* a part of fewer particles is not worth a thread's wake-up */
-#define PS_PARTICLES_PER_THREAD 2048
+#define PS_PARTICLES_PER_THREAD 2048  /* the least particles in a part (ps_parts) */
 
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
@@ -636,10 +635,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                      angular_velocity, restitution, friction, keep, face_normal, face_offset,
                      cap_a, cap_b, cap_radius, bound, grow, kind, face_start, face_count, n, k,
                      nfaces, dim, iterations, h, rest_speed, {0}};
-    int parts = threads < 1 ? 1 : threads;
-    if (parts > n / PS_PARTICLES_PER_THREAD)
-        parts = n / PS_PARTICLES_PER_THREAD > 1 ? n / PS_PARTICLES_PER_THREAD : 1;
-    parts = ps_pool_run(collide_part, &t, parts);
+    int parts = ps_pool_run(collide_part, &t, ps_parts(threads, n, PS_PARTICLES_PER_THREAD));
     int contacts = 0;
     for (int p = 0; p < parts; p++) contacts += t.contacts[p];
     return contacts;

@@ -21,7 +21,8 @@
  *                   particle (constraints.c);
  *   PS_INVERSION_GAIN   how much harder an area spring pushes its triangle back
  *                   once it is inside out (springs.c);
- *   PS_CELL_LIMIT   |spatial hash cell coordinates| are clamped here (contacts.c).
+ *   PS_CELL_LIMIT   |spatial hash cell coordinates| are clamped here (contacts.c);
+ *   PS_MAX_THREADS  the most parts a pass may split its loop into (pool.c).
  */
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
@@ -35,7 +36,7 @@
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
     || !defined(PS_MAX_PUSHOUT_SPEED) \
     || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN) \
-    || !defined(PS_CELL_LIMIT)
+    || !defined(PS_CELL_LIMIT) || !defined(PS_MAX_THREADS)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif
 
@@ -67,10 +68,12 @@ PS_INLINE double ps_dot(const double *a, const double *b, int dim)
 
 /* pool.c: a pass split over worker threads (see there). fn(args, part, parts) runs once for
  * each part 0 .. parts-1 (fewer parts than asked if threads cannot be started: each pass
- * splits by the parts it is given); returns the parts used. */
-#define PS_MAX_THREADS 16
+ * splits by the parts it is given); returns the parts used. ps_parts: how many parts of
+ * `rows` rows to ask for with `threads` threads, each of at least `least` rows (a smaller
+ * part is not worth a thread's wake-up). */
 typedef void (*ps_part_fn)(void *args, int part, int parts);
 int ps_pool_run(ps_part_fn fn, void *args, int parts);
+int ps_parts(int threads, int rows, int least);
 int ps_part_start(int count, int part, int parts);
 
 #endif /* PYSOFT_INTERNAL_H */

@@ -132,6 +132,13 @@ int ps_pool_run(ps_part_fn fn, void *args, int parts)
 
 #endif
 
+int ps_parts(int threads, int rows, int least)
+{
+    int most = rows / least;
+    int parts = threads < most ? threads : most;
+    return parts > 1 ? parts : 1;
+}
+
 /* The start of part `part` of `count` rows split `parts` ways. */
 int ps_part_start(int count, int part, int parts)
 {

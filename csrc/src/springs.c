@@ -74,7 +74,7 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
 #if defined(__AVX2__)
 #include <immintrin.h>
 
-#define PS_SPRINGS_PER_THREAD 4096
+#define PS_SPRINGS_PER_THREAD 4096  /* the least springs in a part (ps_parts) */
 
 /* [p[i], p[i + 1], p[j], p[j + 1]] */
 PS_INLINE __m256d two_rows(const double *p, long i, long j)
@@ -219,10 +219,7 @@ void ps_springs(double *force, const double *pos, const double *vel,
         }
         SpringPass task = {force, spring_force, pos, vel, rest_length, stiffness, damping, pairs,
                            spring_end, incidence, m, n};
-        /* a part of fewer than PS_SPRINGS_PER_THREAD springs is not worth a thread's wake-up */
-        int parts = threads < 1 ? 1 : threads;
-        if (parts > m / PS_SPRINGS_PER_THREAD) parts = m / PS_SPRINGS_PER_THREAD > 1 ? m / PS_SPRINGS_PER_THREAD : 1;
-        parts = ps_pool_run(spring_forces_2d, &task, parts);
+        int parts = ps_pool_run(spring_forces_2d, &task, ps_parts(threads, m, PS_SPRINGS_PER_THREAD));
         ps_pool_run(spring_sums_2d, &task, parts);
         return;
     }
