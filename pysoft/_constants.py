@@ -39,6 +39,14 @@ MAX_CORRECTION_SPEED = 3.0
 # gains this many times k times the inverted area (zero at A = 0, so the force is continuous)
 INVERSION_GAIN = 2.0
 
+# 1/s^2: the least stiffness a shape-matched body is pulled toward its rest shape with while
+# its members fit a mirror image of that shape better than any rotation of it (turned inside
+# out). Area forces alone (gas, area springs) push a uniformly inverted outline straight in,
+# which folds it (a mirrored gas disc came back with a fold in 4 of 9 sizes); the pull to the
+# rotated rest shape takes the body back through a flat state along one axis instead (9 of 9
+# from 100 to 3,000; bodies.c). A body whose own stiffness is higher keeps its own
+UNMIRROR_STIFFNESS = 1000.0
+
 # Spatial hash cells: |cell coordinates| are clamped here (a NaN or infinite coordinate gets
 # the lowest or highest cell rather than an undefined conversion; contacts.c)
 CELL_LIMIT = 1073741824.0
@@ -51,5 +59,6 @@ C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": 
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
             "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
-            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_CELL_LIMIT": CELL_LIMIT,
+            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_UNMIRROR_STIFFNESS": UNMIRROR_STIFFNESS,
+            "PS_CELL_LIMIT": CELL_LIMIT,
             "PS_MAX_THREADS": MAX_THREADS}

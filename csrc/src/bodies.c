@@ -28,6 +28,14 @@
  * A rigidly moved or rotated body feels no force; a body turned inside out
  * is pulled back to its (unmirrored) rest shape. Immovable members count in
  * c and u but receive no force.
+ * Turned inside out: the best-fit reflection (least squares over M q_i ~ r_i,
+ * M a mirror) fits by sqrt(E^2 + T^2), E = sum q_x r_x - q_y r_y,
+ * T = sum q_y r_x + q_x r_y, the best rotation by L; when
+ *     D^2 + S^2 < E^2 + T^2     (the members' best linear fit has det < 0)
+ * the stiffness is at least PS_UNMIRROR_STIFFNESS. Gas and area springs push a
+ * uniformly inverted outline straight in and fold it; the pull to R q_i takes
+ * the body back through a flat state along one axis instead (a symmetric body's
+ * R is then arbitrary but fixed: L = 0 gives R = I).
  *
  * Rolling resistance (as Box2D's: a torque against the body's spin, at most
  * coefficient x normal load x lever), for a body whose members touch colliders
@@ -102,12 +110,14 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
         cy = cy / m;
         ux = ux / m;
         uy = uy / m;
-        double D = 0.0, S = 0.0, L = 0.0, rr = 0.0;
+        double D = 0.0, S = 0.0, E = 0.0, T = 0.0, L = 0.0, rr = 0.0;
         for (int j = 0; j < m; j++) {
             const double *x = pos + (long)idx[j] * dim, *v = vel + (long)idx[j] * dim;
             double rx = x[0] - cx, ry = x[1] - cy;
             D = D + (q[2 * j] * rx + q[2 * j + 1] * ry);
             S = S + (q[2 * j] * ry - q[2 * j + 1] * rx);
+            E = E + (q[2 * j] * rx - q[2 * j + 1] * ry);
+            T = T + (q[2 * j + 1] * rx + q[2 * j] * ry);
             L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
             rr = rr + (rx * rx + ry * ry);
         }
@@ -118,6 +128,8 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
             si = S / len;
         }
         double w = rr > 0.0 ? L / rr : 0.0;
+        double k = stiffness[b];
+        if (D * D + S * S < E * E + T * T && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
         for (int j = 0; j < m; j++) {
             long i = idx[j];
             if (inv_mass[i] == 0.0) continue;
@@ -126,7 +138,7 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
             double tx = cx + (co * q[2 * j] - si * q[2 * j + 1]);
             double ty = cy + (si * q[2 * j] + co * q[2 * j + 1]);
             double gx = ux + -w * ry, gy = uy + w * rx;
-            double mk = mass[i] * stiffness[b], md = mass[i] * damping[b];
+            double mk = mass[i] * k, md = mass[i] * damping[b];
             force[i * dim] += mk * (tx - x[0]) + md * (gx - v[0]);
             force[i * dim + 1] += mk * (ty - x[1]) + md * (gy - v[1]);
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pysoft._constants import UNMIRROR_STIFFNESS
 from pysoft.twins._common import F64, I32, ranges, scatter_add
 
 
@@ -45,10 +46,13 @@ def shape_match(
     cx, cy, ux, uy = (sums[:, i] / count for i in range(4))
     rx, ry = x[:, 0] - cx[body], x[:, 1] - cy[body]
     terms = np.stack([q[:, 0] * rx + q[:, 1] * ry, q[:, 0] * ry - q[:, 1] * rx,
-                      rx * (v[:, 1] - uy[body]) - ry * (v[:, 0] - ux[body]), rx * rx + ry * ry], axis=1)
-    acc = np.zeros((nb, 4))
+                      rx * (v[:, 1] - uy[body]) - ry * (v[:, 0] - ux[body]), rx * rx + ry * ry,
+                      q[:, 0] * rx - q[:, 1] * ry, q[:, 1] * rx + q[:, 0] * ry], axis=1)
+    acc = np.zeros((nb, 6))
     np.add.at(acc, body, terms)
-    D, S, L, rr = acc.T
+    D, S, L, rr, E, T = acc.T
+    mirrored = D * D + S * S < E * E + T * T  # a reflection fits better: turned inside out
+    k = np.where(mirrored & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
     length = np.sqrt(D * D + S * S)
     with np.errstate(divide="ignore", invalid="ignore"):
         co = np.where(length > 0.0, D / length, 1.0)
@@ -57,7 +61,7 @@ def shape_match(
     tx = cx[body] + (co[body] * q[:, 0] - si[body] * q[:, 1])
     ty = cy[body] + (si[body] * q[:, 0] + co[body] * q[:, 1])
     gx, gy = ux[body] + -w[body] * ry, uy[body] + w[body] * rx
-    mk, md = mass[idx] * stiffness[body], mass[idx] * damping[body]
+    mk, md = mass[idx] * k[body], mass[idx] * damping[body]
     f = np.stack([mk * (tx - x[:, 0]) + md * (gx - v[:, 0]),
                   mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
     live = inv_mass[idx] != 0.0
