@@ -6,6 +6,8 @@ none), at the World's defaults (60 Hz, 8 substeps, C backend) on a floor
 
 - mirrored: placed at rest height (lowest point 1 cm above the floor), then turned inside
   out (x -> 2 cx - x for all its particles: its outline's signed area is negative); let go;
+- folded: placed at rest height, then folded in half: the members right of its centre
+  are reflected over the vertical line through it (x -> 2 cx - x), onto its left half; let go;
 - dragged: placed at rest height, 2 s of rest, then its first outline particle is dragged
   at 5 m/s sideways and up (45 degrees) for 0.3 s as a game would (before every frame its
   position on the path and velocity = v; it is not pinned, so its body pulls it back within
@@ -42,7 +44,7 @@ import numpy as np
 import pytest
 from test_body_contacts import inside
 from test_body_contacts import self_crossings as crossings
-from test_defaults import AREA_TOLERANCE, REST_SPEED, REST_WINDOW, SECONDS, Maker, _cells
+from test_defaults import AREA_TOLERANCE, MODELS, REST_SPEED, REST_WINDOW, SECONDS, Maker, _cells
 
 import pysoft
 from pysoft.shapes import signed_area
@@ -59,7 +61,7 @@ DISC_RADIUS, DISC_OFFSET, DISC_HEIGHT = 0.05, 0.1, 0.3
 WALL_OVERLAP = 0.3  # of the body's width
 TOUCH = 1e-3  # m: a particle farther than this inside an obstacle is on its wrong side
 
-SCENARIOS = ("mirrored", "dragged", "pressed", "small_disc", "wall")
+SCENARIOS = ("mirrored", "folded", "dragged", "pressed", "small_disc", "wall")
 
 
 class Outcome(NamedTuple):
@@ -74,9 +76,10 @@ class Outcome(NamedTuple):
 Hook = Callable[[pysoft.World, list[int], float], None]  # (world, outline rows, time since release)
 
 
-def _floor() -> pysoft.World:
-    w = pysoft.World()
-    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+def _floor(backend: str = "c", integrator: str = "symplectic_euler", friction: float = 0.5) -> pysoft.World:
+    w = pysoft.World(backend=backend)
+    w.integrator = integrator
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=friction)
     return w
 
 
@@ -94,14 +97,15 @@ def _frames(seconds: float, w: pysoft.World) -> int:
     return round(seconds / w.dt)
 
 
-def run(scenario: str, make: Maker, settle: float = SECONDS, hook: Hook | None = None) -> Outcome:
+def run(scenario: str, make: Maker, settle: float = SECONDS, hook: Hook | None = None,
+        backend: str = "c") -> Outcome:
     """Play ``scenario`` with the body ``make`` builds; measure it ``settle`` s after release
     (its shape also at SETTLE s, if that comes first).
     ``misplaced`` counts what went where it must not: pressed, the most members inside the
     plate at the end of a frame of the press or hold (it went through instead of squashing); wall, the
     members inside the wall at the end; small disc, the discs' centres inside the outline at
     the end. ``hook`` (for exploring) is called after every frame from the release on."""
-    w = _floor()
+    w = _floor(backend)
     body = make(w)
     members = _rows(w, w.body(body).particles)
     outline = _rows(w, w.body(body).outline)
@@ -120,6 +124,10 @@ def run(scenario: str, make: Maker, settle: float = SECONDS, hook: Hook | None =
     if scenario == "mirrored":
         w.positions[members, 0] = 2.0 * cx - w.positions[members, 0]
         assert signed_area(w.positions[outline]) < 0.0
+    elif scenario == "folded":
+        right = [r for r in members if w.positions[r, 0] > cx]
+        w.positions[right, 0] = 2.0 * cx - w.positions[right, 0]
+        assert abs(signed_area(w.positions[outline])) < 0.75 * abs(built)
     plate, clear, misplaced = None, 0.0, 0
     if scenario in ("dragged", "pressed"):
         for _ in range(_frames(REST, w)):
@@ -204,7 +212,8 @@ def _press(w: pysoft.World, members: list[int]) -> tuple[int, float, int]:
 # Cells that do not hold yet, each with what is wrong and its figures (none now: the mirrored
 # gas discs, which came back with a fold of the outline, are pulled toward their rotated rest
 # shape while mirrored, UNMIRROR_STIFFNESS; the pressed XPBD disc, which rocked at 0.08 m/s
-# at 10 s, rests)
+# at 10 s, rests since, by chance: at other sizes pressed XPBD bodies still fail, see
+# test_pressed_xpbd_bodies_of_every_size_come_to_rest)
 KNOWN: dict[str, str] = {}
 
 
@@ -222,15 +231,92 @@ def _params() -> list[object]:
     return out
 
 
+def failure(out: Outcome) -> str | None:
+    """What makes ``out`` fail as a matrix cell, or None if it holds."""
+    if not out.finite:
+        return "non-finite positions or velocities"
+    if out.misplaced:
+        return f"{out.misplaced} on the wrong side of an obstacle"
+    for when, (area, crossed) in ((f"{SETTLE:g} s", out.shaped), ("the end", (out.area, out.crossings))):
+        if not (area > 0.0 and abs(area - 1.0) <= AREA_TOLERANCE):
+            return f"area {area:.3f} of built at {when}"
+        if crossed:
+            return f"{crossed} outline crossings at {when}"
+    if not out.fastest < REST_SPEED:
+        return f"still moving at {out.fastest:.3f} m/s"
+    return None
+
+
 @pytest.mark.parametrize(("scenario", "make"), _params())
 def test_it_recovers_its_shape(scenario: str, make: Maker) -> None:
-    out = run(scenario, make)
-    assert out.finite
-    assert out.misplaced == 0, f"{out.misplaced} on the wrong side of an obstacle"
-    for when, (area, crossed) in ((f"{SETTLE:g} s", out.shaped), ("the end", (out.area, out.crossings))):
-        assert area > 0.0 and abs(area - 1.0) <= AREA_TOLERANCE, f"area {area:.3f} of built at {when}"
-        assert crossed == 0, f"{crossed} outline crossings at {when}"
-    assert out.fastest < REST_SPEED, f"still moving at {out.fastest:.3f} m/s"
+    wrong = failure(run(scenario, make))
+    assert wrong is None, wrong
+
+
+# One cell per scenario, each of another model, also on the NumPy backend
+BOTH_BACKENDS = ("mirrored-box-pressure", "dragged-hexagon-springs", "pressed-circle-xpbd",
+                 "small_disc-box-shape_matching", "wall-disc-springs+pressure")
+
+
+@pytest.mark.parametrize("cell", BOTH_BACKENDS)
+def test_a_cell_plays_the_same_on_both_backends(cell: str) -> None:
+    """The NumPy backend plays a matrix cell bit for bit as the C core does (every kernel's
+    twin matches it), so it recovers too."""
+    scenario, name = cell.split("-", 1)
+    make = dict(_area_cells())[name]
+    c, python = run(scenario, make), run(scenario, make, backend="python")
+    assert failure(python) is None, failure(python)
+    assert python == c
+
+
+SQUASHED_UNDER_XPBD = (
+    "InstabilityError at 2.81 s (0.8 s into the press, the plate at 40 % of the box's height): "
+    "an incompressible XPBD box (rigid distance and area constraints) cannot be squashed, and "
+    "with shape matching's pull and the xpbd integrator's velocities v = (x - p) / h the "
+    "conflict of plate and constraints grows: the fastest member at 0.65, 4.6, 9.9, 26, 59, "
+    "93 m/s every 6 frames, then 1e13 m/s. Under the other integrators it holds, as does the "
+    "XPBD box without shape matching")
+
+
+def _press_params() -> list[object]:
+    return [pytest.param(model, integrator, id=f"{model}-{integrator}", marks=[
+        pytest.mark.xfail(strict=True, raises=pysoft.InstabilityError, reason=SQUASHED_UNDER_XPBD)]
+        if (model, integrator) == ("xpbd+shape_matching", "xpbd") else [])
+        for model in MODELS for integrator in pysoft.INTEGRATORS]
+
+
+@pytest.mark.parametrize(("model", "integrator"), _press_params())
+def test_a_pressing_plate_pushes_every_model_under_every_integrator(model: str, integrator: str) -> None:
+    """A kinematic plate pressing a 0.5 m box of each model to 20 % of its height at
+    0.5 m/s: no member is inside the plate (deeper than 1 mm) at the end of any frame, under
+    every integrator."""
+    w = _floor(integrator=integrator)
+    body = pysoft.build.box(w, center=(0.0, 0.26), size=(0.5, 0.5), model=model)
+    members = _rows(w, w.body(body).particles)
+    for _ in range(_frames(REST, w)):
+        w.step()
+    _, _, inside = _press(w, members)
+    assert inside == 0
+
+
+@pytest.mark.parametrize("friction", [1.0, 2.0])
+@pytest.mark.parametrize("rings", [0, 2])
+def test_an_xpbd_ring_settles_on_a_high_friction_floor(rings: int, friction: float) -> None:
+    """The issue's known limitation: an XPBD ring (or filled disc) dropped 1 m on a floor of
+    friction 1 or 2 comes to rest (below REST_SPEED over the last 0.5 s of 10 s) at its
+    built area within 10 %, unfolded."""
+    w = _floor(friction=friction)
+    body = pysoft.build.circle(w, center=(0.0, 1.3), radius=0.3, rings=rings, model="xpbd")
+    outline = _rows(w, w.body(body).outline)
+    built = signed_area(w.positions[outline])
+    fastest, frames, window = 0.0, _frames(SECONDS, w), _frames(REST_WINDOW, w)
+    for f in range(frames):
+        w.step()
+        if f >= frames - window:
+            fastest = max(fastest, float(np.linalg.norm(w.velocities, axis=1).max()))
+    ring = w.positions[outline]
+    assert abs(signed_area(ring) / built - 1.0) <= AREA_TOLERANCE and crossings(ring) == 0
+    assert fastest < REST_SPEED, f"still moving at {fastest:.3f} m/s"
 
 
 @pytest.mark.parametrize("backend", ["c", "python"])
@@ -263,3 +349,32 @@ def test_the_issues_one_metre_boxes_recover(scenario: str, model: str, before: s
     for area, crossed in (out.shaped, (out.area, out.crossings)):
         assert area > 0.0 and abs(area - 1.0) <= AREA_TOLERANCE and crossed == 0, before
     assert out.fastest < REST_SPEED
+
+
+def _pressed_sizes() -> list[tuple[str, Maker]]:
+    """XPBD bodies of the matrix's builders at other sizes: discs (rings=2) and rings of radius
+    0.25/0.3/0.35 m with 12/16/20 segments, boxes 0.3/0.5/0.7 m wide and 0.3/0.5/0.8 m tall."""
+    circles = [(f"{'disc' if rings else 'circle'} {r}/{s}", lambda w, r=r, s=s, rings=rings:
+                pysoft.build.circle(w, center=(0.0, 1.3), radius=r, segments=s, rings=rings, model="xpbd"))
+               for r in (0.25, 0.3, 0.35) for s in (12, 16, 20) for rings in (2, 0)]
+    boxes = [(f"box {a}x{b}", lambda w, a=a, b=b:
+              pysoft.build.box(w, center=(0.0, 1.5), size=(a, b), model="xpbd"))
+             for a in (0.3, 0.5, 0.7) for b in (0.3, 0.5, 0.8)]
+    return circles + boxes
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "7 of 27 sizes fail: 4 discs and 2 rings still move at 10 s (0.33-3.99 m/s), a 0.7 x 0.8 m "
+    "box keeps an outline crossing and moves at up to 56 m/s: an "
+    "incompressible XPBD body (rigid distance and area constraints) cannot be squashed, so "
+    "the plate forces its constraints into conflict and each substep's corrections become "
+    "velocity (up to 40 m/s during the press). The box comes out tangled: its "
+    "conflicting constraints move its particles about 4 cm every substep and it jitters at a "
+    "mean 18-23 m/s for the rest of the run. Allowing a volume correction to take the speed it "
+    "opposes (as distance corrections do) made it worse (18 of 27)"))
+def test_pressed_xpbd_bodies_of_every_size_come_to_rest() -> None:
+    """The "pressed" scenario for the matrix's XPBD bodies at 27 sizes: each is judged as a
+    matrix cell. The matrix's own sizes hold; these show how far that is from every size."""
+    failed = [f"{name}: {wrong}" for name, make in _pressed_sizes()
+              if (wrong := failure(run("pressed", make))) is not None]
+    assert not failed, failed
