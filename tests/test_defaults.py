@@ -150,3 +150,22 @@ def test_a_firmer_ball_stays_stable() -> None:
             fastest = max(fastest, float(np.abs(w.velocities).max()))
     assert np.isfinite(w.positions).all() and fastest < math.sqrt(2 * 9.81 * 0.75)
     assert abs(signed_area(w.positions[rows]) / built - 1.0) <= AREA_TOLERANCE
+
+
+@pytest.mark.parametrize("model", ["xpbd", "springs"])
+def test_a_dropped_cloth_comes_to_rest_on_the_floor(model: str) -> None:
+    """build.cloth's defaults, unpinned (``pin="none"``), dropped with its lowest row 1.1 m up:
+    within SECONDS it is on the floor (its lowest particle within 1 cm of it; in 2D the net
+    is a square lattice in the plane, so it lands on its edge and stands), at rest (below
+    REST_SPEED over the last REST_WINDOW), nothing non-finite."""
+    w = pysoft.World()
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    build.cloth(w, center=(0.0, 1.6), size=(1.0, 1.0), pin="none", model=model)
+    frames, window, fastest = round(SECONDS / w.dt), round(REST_WINDOW / w.dt), 0.0
+    for f in range(frames):
+        w.step()
+        if f >= frames - window:
+            fastest = max(fastest, float(np.linalg.norm(w.velocities, axis=1).max()))
+    assert np.isfinite(w.positions).all() and np.isfinite(w.velocities).all()
+    assert 0.0 <= w.positions[:, 1].min() < 0.01
+    assert fastest < REST_SPEED, f"still moving at {fastest:.3f} m/s"
