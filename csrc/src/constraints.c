@@ -35,7 +35,10 @@
  * groups into batches (`batch_start`) in which no two constraints share a
  * particle (greedy graph colouring). Within a batch the order cannot change
  * the result, so the NumPy twin solves a batch at once and still matches the
- * C loop bit for bit.
+ * C loop bit for bit. The x86-64-v3 build solves a 2D batch's distance constraints
+ * four at a time (AVX2), with the scalar solve's operations in its order, so the same
+ * bits (the pinned hashes hold on both builds): one constraint's square root and chain
+ * of divisions wait on each other, four of them overlap.
  */
 #include <math.h>
 #include "internal.h"
@@ -49,42 +52,136 @@ static double follow(double u, double du)
     return fabs(du) <= most ? 1.0 : most / fabs(du);
 }
 
+/* One distance constraint, order entry t (the scalar solve, any dimension). */
+PS_INLINE void distance_one(double *pos, double *vel, double *lambda, const double *inv_mass,
+                            const int32_t *pairs, const double *rest_length,
+                            const double *compliance, int j, int dim, double h)
+{
+    double inv_h = 1.0 / h, hh = h * h;
+    long a = pairs[2 * j], b = pairs[2 * j + 1];
+    double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
+    if (w == 0.0) return;
+    double *xa = pos + a * dim, *xb = pos + b * dim;
+    double d[3], len2 = 0.0;
+    for (int c = 0; c < dim; c++) {
+        d[c] = xb[c] - xa[c];
+        len2 = len2 + d[c] * d[c];
+    }
+    double len = sqrt(len2);
+    if (!(len > PS_MIN_LENGTH)) return;
+    double at = compliance[j] / hh;
+    double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
+    lambda[j] = lambda[j] + s;
+    double u = 0.0;  /* the ends' relative velocity along the constraint */
+    for (int c = 0; c < dim; c++)
+        u = u + (vel[b * dim + c] - vel[a * dim + c]) * (d[c] / len);
+    double f = follow(u, w * s * inv_h);
+    for (int c = 0; c < dim; c++) {
+        double g = d[c] / len;
+        double da = wa * s * g, db = wb * s * g;
+        xa[c] = xa[c] - da;
+        xb[c] = xb[c] + db;
+        vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
+        vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
+    }
+}
+
+#if defined(__AVX2__)
+
+/* The x86-64-v3 build in 2D: four constraints of one batch (no two share a particle) at a
+ * time, distance_one's arithmetic in the same order (the vector sqrt and divide round as
+ * the scalar ones; -(x) flips the sign bit as the scalar negation does), so the same bits.
+ * A lane distance_one would skip (w == 0, or no length) stores what it loaded. The scalar
+ * solve's chain of divisions and the square root wait on each other; four lanes overlap
+ * them. Returns the first entry it left to the scalar loop. */
+static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const double *inv_mass,
+                                 const int32_t *pairs, const double *rest_length,
+                                 const double *compliance, const int32_t *order, int t,
+                                 int stop, double h)
+{
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), sign = _mm256_set1_pd(-0.0);
+    const __m256d cap = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED);
+    const __m256d inv_h = _mm256_set1_pd(1.0 / h), hh = _mm256_set1_pd(h * h);
+    for (; t + 4 <= stop; t += 4) {
+        int j0 = order[t], j1 = order[t + 1], j2 = order[t + 2], j3 = order[t + 3];
+        long a0 = 2L * pairs[2 * j0], a1 = 2L * pairs[2 * j1], a2 = 2L * pairs[2 * j2];
+        long a3 = 2L * pairs[2 * j3], b0 = 2L * pairs[2 * j0 + 1], b1 = 2L * pairs[2 * j1 + 1];
+        long b2 = 2L * pairs[2 * j2 + 1], b3 = 2L * pairs[2 * j3 + 1];
+        __m256d wa = _mm256_set_pd(inv_mass[a3 / 2], inv_mass[a2 / 2], inv_mass[a1 / 2], inv_mass[a0 / 2]);
+        __m256d wb = _mm256_set_pd(inv_mass[b3 / 2], inv_mass[b2 / 2], inv_mass[b1 / 2], inv_mass[b0 / 2]);
+        __m256d w = _mm256_add_pd(wa, wb);
+        __m256d xa02 = two_rows(pos, a0, a2), xa13 = two_rows(pos, a1, a3);
+        __m256d xb02 = two_rows(pos, b0, b2), xb13 = two_rows(pos, b1, b3);
+        __m256d va02 = two_rows(vel, a0, a2), va13 = two_rows(vel, a1, a3);
+        __m256d vb02 = two_rows(vel, b0, b2), vb13 = two_rows(vel, b1, b3);
+        __m256d d02 = _mm256_sub_pd(xb02, xa02), d13 = _mm256_sub_pd(xb13, xa13);
+        __m256d dx = _mm256_unpacklo_pd(d02, d13), dy = _mm256_unpackhi_pd(d02, d13);
+        __m256d len2 = _mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(dx, dx)), _mm256_mul_pd(dy, dy));
+        __m256d len = _mm256_sqrt_pd(len2);
+        __m256d live = _mm256_and_pd(_mm256_cmp_pd(w, zero, _CMP_NEQ_UQ),
+                                     _mm256_cmp_pd(len, min_length, _CMP_GT_OQ));
+        __m256d rest = _mm256_set_pd(rest_length[j3], rest_length[j2], rest_length[j1], rest_length[j0]);
+        __m256d comp = _mm256_set_pd(compliance[j3], compliance[j2], compliance[j1], compliance[j0]);
+        __m256d lam = _mm256_set_pd(lambda[j3], lambda[j2], lambda[j1], lambda[j0]);
+        __m256d at = _mm256_div_pd(comp, hh);
+        __m256d s = _mm256_div_pd(_mm256_sub_pd(_mm256_xor_pd(_mm256_sub_pd(len, rest), sign),
+                                                _mm256_mul_pd(at, lam)), _mm256_add_pd(w, at));
+        __m256d lam_new = _mm256_blendv_pd(lam, _mm256_add_pd(lam, s), live);
+        __m256d gx = _mm256_div_pd(dx, len), gy = _mm256_div_pd(dy, len);
+        __m256d r02 = _mm256_sub_pd(vb02, va02), r13 = _mm256_sub_pd(vb13, va13);
+        __m256d rx = _mm256_unpacklo_pd(r02, r13), ry = _mm256_unpackhi_pd(r02, r13);
+        __m256d u = _mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(rx, gx)), _mm256_mul_pd(ry, gy));
+        /* follow(u, w s / h) */
+        __m256d du = _mm256_mul_pd(_mm256_mul_pd(w, s), inv_h);
+        __m256d opposed = _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ);
+        __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(_mm256_andnot_pd(sign, u), cap), opposed);
+        __m256d size = _mm256_andnot_pd(sign, du);
+        __m256d f = _mm256_blendv_pd(_mm256_div_pd(most, size), one, _mm256_cmp_pd(size, most, _CMP_LE_OQ));
+        __m256d sa = _mm256_mul_pd(wa, s), sb = _mm256_mul_pd(wb, s);
+        __m256d dax = _mm256_mul_pd(sa, gx), day = _mm256_mul_pd(sa, gy);
+        __m256d dbx = _mm256_mul_pd(sb, gx), dby = _mm256_mul_pd(sb, gy);
+        __m256d kax = _mm256_mul_pd(_mm256_mul_pd(dax, inv_h), f), kay = _mm256_mul_pd(_mm256_mul_pd(day, inv_h), f);
+        __m256d kbx = _mm256_mul_pd(_mm256_mul_pd(dbx, inv_h), f), kby = _mm256_mul_pd(_mm256_mul_pd(dby, inv_h), f);
+        __m256d live02 = _mm256_unpacklo_pd(live, live), live13 = _mm256_unpackhi_pd(live, live);
+        /* back to rows: [x0, y0, x2, y2] and [x1, y1, x3, y3] */
+        __m256d da02 = _mm256_unpacklo_pd(dax, day), da13 = _mm256_unpackhi_pd(dax, day);
+        __m256d db02 = _mm256_unpacklo_pd(dbx, dby), db13 = _mm256_unpackhi_pd(dbx, dby);
+        __m256d ka02 = _mm256_unpacklo_pd(kax, kay), ka13 = _mm256_unpackhi_pd(kax, kay);
+        __m256d kb02 = _mm256_unpacklo_pd(kbx, kby), kb13 = _mm256_unpackhi_pd(kbx, kby);
+        store_two_rows(pos, a0, a2, _mm256_blendv_pd(xa02, _mm256_sub_pd(xa02, da02), live02));
+        store_two_rows(pos, a1, a3, _mm256_blendv_pd(xa13, _mm256_sub_pd(xa13, da13), live13));
+        store_two_rows(pos, b0, b2, _mm256_blendv_pd(xb02, _mm256_add_pd(xb02, db02), live02));
+        store_two_rows(pos, b1, b3, _mm256_blendv_pd(xb13, _mm256_add_pd(xb13, db13), live13));
+        store_two_rows(vel, a0, a2, _mm256_blendv_pd(va02, _mm256_sub_pd(va02, ka02), live02));
+        store_two_rows(vel, a1, a3, _mm256_blendv_pd(va13, _mm256_sub_pd(va13, ka13), live13));
+        store_two_rows(vel, b0, b2, _mm256_blendv_pd(vb02, _mm256_add_pd(vb02, kb02), live02));
+        store_two_rows(vel, b1, b3, _mm256_blendv_pd(vb13, _mm256_add_pd(vb13, kb13), live13));
+        double l[4];
+        _mm256_storeu_pd(l, lam_new);
+        lambda[j0] = l[0];
+        lambda[j1] = l[1];
+        lambda[j2] = l[2];
+        lambda[j3] = l[3];
+    }
+    return t;
+}
+#endif
+
 void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
                       const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h)
 {
-    double inv_h = 1.0 / h, hh = h * h;
     for (int bt = 0; bt < nbatch; bt++) {
-        for (int t = batch_start[bt]; t < batch_start[bt + 1]; t++) {
-            int j = order[t];
-            long a = pairs[2 * j], b = pairs[2 * j + 1];
-            double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
-            if (w == 0.0) continue;
-            double *xa = pos + a * dim, *xb = pos + b * dim;
-            double d[3], len2 = 0.0;
-            for (int c = 0; c < dim; c++) {
-                d[c] = xb[c] - xa[c];
-                len2 = len2 + d[c] * d[c];
-            }
-            double len = sqrt(len2);
-            if (!(len > PS_MIN_LENGTH)) continue;
-            double at = compliance[j] / hh;
-            double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
-            lambda[j] = lambda[j] + s;
-            double u = 0.0;  /* the ends' relative velocity along the constraint */
-            for (int c = 0; c < dim; c++)
-                u = u + (vel[b * dim + c] - vel[a * dim + c]) * (d[c] / len);
-            double f = follow(u, w * s * inv_h);
-            for (int c = 0; c < dim; c++) {
-                double g = d[c] / len;
-                double da = wa * s * g, db = wb * s * g;
-                xa[c] = xa[c] - da;
-                xb[c] = xb[c] + db;
-                vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
-                vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
-            }
-        }
+        int t = batch_start[bt], stop = batch_start[bt + 1];
+#if defined(__AVX2__)
+        if (dim == 2)
+            t = distance_batch_2d_avx(pos, vel, lambda, inv_mass, pairs, rest_length, compliance,
+                                      order, t, stop, h);
+#endif
+        for (; t < stop; t++)
+            distance_one(pos, vel, lambda, inv_mass, pairs, rest_length, compliance, order[t], dim, h);
     }
     (void)m;
 }

@@ -68,6 +68,23 @@ PS_INLINE double ps_dot(const double *a, const double *b, int dim)
     return s;
 }
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+/* [p[i], p[i + 1], p[j], p[j + 1]]: two rows of a 2D array (the x86-64-v3 build's kernels) */
+PS_INLINE __m256d two_rows(const double *p, long i, long j)
+{
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + i)), _mm_loadu_pd(p + j), 1);
+}
+
+/* p[i], p[i + 1] := v[0], v[1] and p[j], p[j + 1] := v[2], v[3] (two_rows' inverse) */
+PS_INLINE void store_two_rows(double *p, long i, long j, __m256d v)
+{
+    _mm_storeu_pd(p + i, _mm256_castpd256_pd128(v));
+    _mm_storeu_pd(p + j, _mm256_extractf128_pd(v, 1));
+}
+#endif
+
 /* pool.c: a pass split over worker threads (see there). fn(args, part, parts) runs once for
  * each part 0 .. parts-1 (fewer parts than asked if threads cannot be started: each pass
  * splits by the parts it is given); returns the parts used. ps_parts: how many parts of

@@ -72,15 +72,8 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
 }
 
 #if defined(__AVX2__)
-#include <immintrin.h>
 
 #define PS_SPRINGS_PER_THREAD 4096  /* the least springs in a part (ps_parts) */
-
-/* [p[i], p[i + 1], p[j], p[j + 1]] */
-PS_INLINE __m256d two_rows(const double *p, long i, long j)
-{
-    return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + i)), _mm_loadu_pd(p + j), 1);
-}
 
 /* The x86-64-v3 build's pass 1 in 2D, four springs at a time: spring_force's arithmetic in
  * the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
