@@ -196,15 +196,16 @@ def _collide_args(rng: np.random.Generator, n: int, dim: int, shapes_: list[Any]
     angular = np.zeros((k, 3))
     if moving:
         angular[1, 2] = 1.5  # a spinning box
-    return {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
-            "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n),
+    return {"pos": p["pos"], "vel": p["vel"],  # a report from earlier substeps, or a new one (clear)
+            "contact_collider": rng.integers(-1, k, n).astype(np.int32),
+            "contact_normal": np.zeros((n, dim)), "contact_impulse": rng.uniform(0.0, 0.1, n),
             "support": vec(rng, n, dim), "prev_pos": prev,
             "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
             **colliders, "angular_velocity": angular,
             "velocity": rng.normal(0.0, 1.0, (k, dim)) if moving else np.zeros((k, dim)),
             "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
-            "rest_speed": 0.25, "threads": int(rng.integers(1, 4))}
+            "rest_speed": 0.25, "threads": int(rng.integers(1, 4)), "clear": int(rng.integers(0, 2))}
 
 
 def sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

@@ -113,7 +113,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *face_normal, const double *face_offset,
                const double *cap_a, const double *cap_b, const double *cap_radius,
                const double *bound, const double *grow, int n, int k, int nfaces,
-               int dim, int iterations, double h, double rest_speed, int threads);
+               int dim, int iterations, double h, double rest_speed, int threads, int clear);
 
 /* edges.c */
 int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,

@@ -56,7 +56,7 @@ register(Kernel(
      Arg("face_normal", ("nfaces", "dim")), Arg("face_offset", ("nfaces",)),
      Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")), Arg("cap_radius", _K),
      Arg("bound", _K), Arg("grow", _K)),
-    ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed", "threads"),
+    ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed", "threads", "clear"),
     ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"),
     check=_check_collide))
 
@@ -201,23 +201,23 @@ class _CollideTerm:
         self.moving = False
 
     def run(self, h: float) -> None:
-        C, P = self.C, self.P
+        C = self.C
         if not C.n:
             return
-        if self.ctx.pipeline.substep == 0:
-            P.view("contact_collider")[:] = -1
-            P.view("contact_impulse")[:] = 0.0
+        first = self.ctx.pipeline.substep == 0
+        if first:
             np.exp(-h * C.view("tangential_damping"), out=C.view("keep"))
             self.moving = bool(C.view("velocity").any() or C.view("angular_velocity").any())
         if self.moving:
             advance_colliders(C, h)
-        self.sweep(h)
+        self.sweep(h, clear=first)
 
-    def sweep(self, h: float) -> None:
-        """The collide kernel over every particle and collider, as they are now."""
+    def sweep(self, h: float, clear: bool = False) -> None:
+        """The collide kernel over every particle and collider, as they are now (``clear``: a
+        new contact report first, on a frame's first substep)."""
         s = self.ctx.settings
         self.collide(self.P.n, self.C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
-                     s._restitution_threshold, s._threads)
+                     s._restitution_threshold, s._threads, int(clear))
 
 
 class _RecollideTerm:
@@ -313,7 +313,7 @@ class Colliders(Feature):
         P, s = self.ctx.store.particles, self.ctx.settings
         return {"collide": (P.n * self.table.n, functools.partial(
             self.term.collide, P.n, self.table.n, self.faces.flat.n, self.ctx.dim,
-            s._contact_iterations, PROBE_H, s._restitution_threshold, s._threads))}
+            s._contact_iterations, PROBE_H, s._restitution_threshold, s._threads, 0))}
 
     def collider(self, entity: int) -> Collider:
         """The Collider component of ``entity``."""

@@ -311,7 +311,7 @@ def collide(
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
     cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
     dim: int,
-    iterations: int, h: float, rest_speed: float, threads: int,
+    iterations: int, h: float, rest_speed: float, threads: int, clear: int,
 ) -> int:
     """Particles against colliders: swept entry or nearest surface, deepest wins; response;
     then particles whose slip was undone are projected out again without friction. (C splits
@@ -321,6 +321,9 @@ def collide(
     shapes = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a, cap_b,
               cap_radius, dim)
     contacts = 0
+    if clear:  # a frame's first substep: a new contact report
+        contact_collider[:n] = -1
+        contact_impulse[:n] = 0.0
     support[:n] = 0.0
     planes = _still_planes(kind, center, rotation, velocity, angular_velocity, face_start, face_count,
                            face_normal, face_offset, k, dim)
