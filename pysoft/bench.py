@@ -75,11 +75,11 @@ def _direct_kernels(world: World) -> Callable[[], None]:
 
     def frame() -> None:
         n = P.n
-        for _ in range(world.substeps):
+        for k in range(world.substeps):
             gravity(n, dim, drag)
             springs(*spring_term.arguments())
             integrate(n, dim, h)
-            collide(n, C.n, faces.n, dim, iterations, h, rest, world.threads)
+            collide(n, C.n, faces.n, dim, iterations, h, rest, world.threads, int(k == 0))
         unstable(n, dim, max_speed)
 
     return frame
@@ -303,10 +303,14 @@ def bench_models(rounds: int = 3, frames: int = 10) -> list[dict[str, Any]]:
 
         t = _rounds({"frame": step}, frames, rounds)["frame"]
         s = world.store
+        passes_ms = {k: statistics.median(v) for k, v in passes.items()}
+        constraints = s.distances.n + s.volumes.n
+        sweeps = constraints * world.substeps * world.constraint_iterations  # per frame
         out.append({"scene": name, "particles": s.particles.n, "springs": s.springs.n,
-                    "constraints": s.distances.n + s.volumes.n, "bodies": s.bodies.n,
-                    "build_s": build_s, "frame_ms": 1e3 * t,
-                    "passes_ms": {k: statistics.median(v) for k, v in passes.items()}})
+                    "constraints": constraints, "bodies": s.bodies.n,
+                    "build_s": build_s, "frame_ms": 1e3 * t, "passes_ms": passes_ms,
+                    "ns_per_constraint_iteration":
+                        1e6 * passes_ms["constraints"] / sweeps if sweeps else 0.0})
     return out
 
 
@@ -524,8 +528,14 @@ def markdown(r: dict[str, Any]) -> str:
                   f"| {'met' if hundred['ns_per_spring'] <= 10 else 'NOT met'} |",
                   f"| build the 100k scene ≤ 3 s | {hundred['build_s']:.2f} s "
                   f"| {'met' if hundred['build_s'] <= 3 else 'NOT met'} |",
-                  f"| 25-particle body, 8 substeps ≤ 150 µs | {b['frame_us']:.0f} µs "
-                  f"| {'met' if b['frame_us'] <= 150 else 'NOT met'} |"]
+                  f"| 25-particle body, a frame of 8 substeps ≤ 20 µs | {b['frame_us']:.0f} µs "
+                  f"| {_met(b['frame_us'] <= 20)} |",
+                  f"| 25-particle body, 8 substeps ≤ 150 µs (the earlier target) | {b['frame_us']:.0f} µs "
+                  f"| {_met(b['frame_us'] <= 150)} |",
+                  *[f"| XPBD constraints ≤ 5 ns per constraint-iteration on the 101 x 101 cloth "
+                    f"| {cloth['ns_per_constraint_iteration']:.2f} ns "
+                    f"| {_met(cloth['ns_per_constraint_iteration'] <= 5)} |"
+                    for cloth in r.get("models", []) if cloth["scene"] == "XPBD cloth"]]
     return "\n".join(lines)
 
 
