@@ -121,8 +121,10 @@ def sample_rk4_combine(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
 def sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     s = sample_step(rng, n, dim)
     prev = s["pos"] + vec(rng, n, dim, 0.01)
-    return {"vel": s["vel"], "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"],
-            "h": s["h"]}
+    # the corrections left half the velocities within 3 m/s of (x - p) / h, half far from it
+    near = rng.random(n) < 0.5
+    vel = np.where(near[:, None], (s["pos"] - prev) / s["h"] + vec(rng, n, dim, 1.0), s["vel"])
+    return {"vel": vel, "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"], "h": s["h"]}
 
 
 def sample_shapes(rng: np.random.Generator, dim: int) -> list[Any]:

@@ -21,7 +21,8 @@
  * with it (capped at 3 m/s, ends that kept their speed while their positions
  * were held gained energy without bound: an XPBD cloth spawned over a disc went
  * to 1,000 m/s). With integrator "xpbd" the velocity is then recomputed from
- * the positions.
+ * the positions, at most PS_MAX_CORRECTION_SPEED away from the velocity the
+ * corrections left (integrate.c).
  * A constraint whose particles are all immovable, or whose gradients vanish
  * (coincident points, a flattened simplex), is skipped.
  *
