@@ -269,16 +269,17 @@ def test_particles_resting_on_one_floor_match_the_twin(seed: int, tilt: float) -
     speed limits them), clear of it, immovable; shuffled, so the x86-64-v3 build's
     four-at-a-time path for a single floor meets every mix of common and rare particles in
     its groups (it hands a group with a rare one to the scalar loop). C and twin bit for bit."""
-    from samplers import collider_arrays
+    from samplers import _collide_args
 
     from pysoft import shapes
     from pysoft._constants import MAX_PUSHOUT_SPEED
 
     rng = np.random.default_rng(seed)
-    n, h, dim = 2000, 1.0 / 480.0, 2
+    n, dim = 2000, 2
     normal, offset = np.array([np.sin(tilt), np.cos(tilt)]), -0.7 * np.sin(tilt)
     along = np.array([normal[1], -normal[0]])
-    colliders = collider_arrays([shapes.Plane(normal, offset).geometry(dim)], dim)
+    args = _collide_args(rng, n, dim, [shapes.Plane(normal, offset)], moving=False)
+    h = args["h"]
     radius = rng.uniform(0.0, 0.02, n)
     state = rng.choice(["resting", "leaving", "bouncing", "deep", "clear"], n, p=[0.6, 0.1, 0.1, 0.1, 0.1])
     depth = np.select([state == "deep", state == "clear"],
@@ -293,15 +294,10 @@ def test_particles_resting_on_one_floor_match_the_twin(seed: int, tilt: float) -
     prev = pos - h * vel
     deep = state == "deep"
     prev[deep] = pos[deep]  # it began the substep that deep
-    inv_mass = np.where(rng.random(n) < 0.05, 0.0, 1.0 / rng.uniform(0.5, 2.0, n))
-    args = {"pos": pos, "vel": vel, "contact_collider": rng.integers(-1, 1, n).astype(np.int32),
-            "contact_normal": np.zeros((n, dim)), "contact_impulse": rng.uniform(0.0, 0.1, n),
-            "support": np.full((n, dim), 7.0), "prev_pos": prev, "radius": radius,
-            "mass": np.where(inv_mass > 0, 1.0 / np.where(inv_mass > 0, inv_mass, 1.0), 1.0),
-            "inv_mass": inv_mass, **colliders, "velocity": np.zeros((1, dim)),
-            "angular_velocity": np.zeros((1, 3)), "restitution": np.array([0.3]),
-            "friction": np.array([0.5]), "keep": np.array([np.exp(-2.0 * h)]), "iterations": dim,
-            "h": h, "rest_speed": 0.25, "threads": 1, "clear": seed % 2}
+    mass = rng.uniform(0.5, 2.0, n)
+    args.update(pos=pos, vel=vel, prev_pos=prev, radius=radius, mass=mass,
+                inv_mass=np.where(rng.random(n) < 0.05, 0.0, 1.0 / mass),
+                friction=np.array([0.5]), threads=1, clear=seed % 2)
     out = {backend: _copy(args) for backend in ("c", "python")}
     counts = {backend: _run("collide", backend, out[backend]) for backend in out}
     assert counts["c"] == counts["python"] > n // 2

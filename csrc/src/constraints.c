@@ -53,12 +53,11 @@ static double follow(double u, double du)
     return fabs(du) <= most ? 1.0 : most / fabs(du);
 }
 
-/* One distance constraint, order entry t (the scalar solve, any dimension). */
+/* Distance constraint j (the scalar solve, any dimension); inv_h = 1 / h, hh = h h. */
 PS_INLINE void distance_one(double *pos, double *vel, double *lambda, const double *inv_mass,
                             const int32_t *pairs, const double *rest_length,
-                            const double *compliance, int j, int dim, double h)
+                            const double *compliance, int j, int dim, double inv_h, double hh)
 {
-    double inv_h = 1.0 / h, hh = h * h;
     long a = pairs[2 * j], b = pairs[2 * j + 1];
     double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
     if (w == 0.0) return;
@@ -106,11 +105,11 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const
     const __m256d inv_h = _mm256_set1_pd(1.0 / h), hh = _mm256_set1_pd(h * h);
     for (; t + 4 <= stop; t += 4) {
         int j0 = order[t], j1 = order[t + 1], j2 = order[t + 2], j3 = order[t + 3];
-        long a0 = 2L * pairs[2 * j0], a1 = 2L * pairs[2 * j1], a2 = 2L * pairs[2 * j2];
-        long a3 = 2L * pairs[2 * j3], b0 = 2L * pairs[2 * j0 + 1], b1 = 2L * pairs[2 * j1 + 1];
-        long b2 = 2L * pairs[2 * j2 + 1], b3 = 2L * pairs[2 * j3 + 1];
-        __m256d wa = _mm256_set_pd(inv_mass[a3 / 2], inv_mass[a2 / 2], inv_mass[a1 / 2], inv_mass[a0 / 2]);
-        __m256d wb = _mm256_set_pd(inv_mass[b3 / 2], inv_mass[b2 / 2], inv_mass[b1 / 2], inv_mass[b0 / 2]);
+        long a0 = pairs[2 * j0], a1 = pairs[2 * j1], a2 = pairs[2 * j2], a3 = pairs[2 * j3];
+        long b0 = pairs[2 * j0 + 1], b1 = pairs[2 * j1 + 1], b2 = pairs[2 * j2 + 1], b3 = pairs[2 * j3 + 1];
+        __m256d wa = _mm256_set_pd(inv_mass[a3], inv_mass[a2], inv_mass[a1], inv_mass[a0]);
+        __m256d wb = _mm256_set_pd(inv_mass[b3], inv_mass[b2], inv_mass[b1], inv_mass[b0]);
+        a0 *= 2, a1 *= 2, a2 *= 2, a3 *= 2, b0 *= 2, b1 *= 2, b2 *= 2, b3 *= 2;  /* row offsets */
         __m256d w = _mm256_add_pd(wa, wb);
         __m256d xa02 = two_rows(pos, a0, a2), xa13 = two_rows(pos, a1, a3);
         __m256d xb02 = two_rows(pos, b0, b2), xb13 = two_rows(pos, b1, b3);
@@ -174,6 +173,7 @@ void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *in
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h)
 {
+    double inv_h = 1.0 / h, hh = h * h;
     for (int bt = 0; bt < nbatch; bt++) {
         int t = batch_start[bt], stop = batch_start[bt + 1];
 #if defined(__AVX2__)
@@ -182,7 +182,8 @@ void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *in
                                       order, t, stop, h);
 #endif
         for (; t < stop; t++)
-            distance_one(pos, vel, lambda, inv_mass, pairs, rest_length, compliance, order[t], dim, h);
+            distance_one(pos, vel, lambda, inv_mass, pairs, rest_length, compliance, order[t], dim,
+                         inv_h, hh);
     }
     (void)m;
 }

@@ -152,18 +152,18 @@ void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
     double inv_h = 1.0 / h;
     for (int i = 0; i < n; i++) {
         if (inv_mass[i] == 0.0) continue;
-        double u[3], d2 = 0.0;
+        double u[3], d[3], d2 = 0.0;
         for (int c = 0; c < dim; c++) {
             long q = (long)i * dim + c;
             u[c] = (pos[q] - prev_pos[q]) * inv_h;
-            double d = u[c] - vel[q];
-            d2 = d2 + d * d;
+            d[c] = u[c] - vel[q];
+            d2 = d2 + d[c] * d[c];
         }
         int big = d2 > PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED;
         double f = big ? PS_MAX_CORRECTION_SPEED / sqrt(d2) : 1.0;
         for (int c = 0; c < dim; c++) {
             long q = (long)i * dim + c;
-            vel[q] = big ? vel[q] + (u[c] - vel[q]) * f : u[c];
+            vel[q] = big ? vel[q] + d[c] * f : u[c];
         }
     }
 }
