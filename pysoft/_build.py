@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import pathlib
 import platform
+import re
 import runpy
 import shlex
 
@@ -45,6 +46,48 @@ def cdef_text(header: pathlib.Path = HEADER) -> str:
     return text[start : text.index("/* cdef-end */")]
 
 
+# The kernels ps_run_frame may call: every function of the header but these
+NOT_OPS = ("compile_flags", "cpu_has_x86_64_v3", "reference_springs", "reference_steps", "run_frame")
+PROTOTYPE = re.compile(r"\b(void|int)\s+ps_(\w+)\(([^)]*)\);")
+
+
+def op_dispatch(cdef: str) -> str:
+    """C source of frame.c's dispatch, from the header's prototypes: per kernel a function
+    unpacking a ps_op's pointers, ints and doubles into the kernel's arguments in order; the
+    table of them; each kernel's name and its scalars' kinds ("i" int, "d" double, in order)."""
+    funcs, names, kinds = [], [], []
+    for ret, name, params in PROTOTYPE.findall(cdef):
+        if name in NOT_OPS:
+            continue
+        args, np_, ni, nd, kind = [], 0, 0, 0, ""
+        for param in (" ".join(p.split()) for p in params.split(",")):
+            ctype = param[: param.rindex("*") + 1] if "*" in param else param.rsplit(" ", 1)[0]
+            if "*" in ctype:
+                args.append(f"({ctype})op->p[{np_}]")
+                np_ += 1
+            elif ctype == "int":
+                args.append(f"(int)op->i[{ni}]")
+                ni, kind = ni + 1, kind + "i"
+            elif ctype == "double":
+                args.append(f"op->d[{nd}]")
+                nd, kind = nd + 1, kind + "d"
+            else:
+                raise SystemExit(f"ps_{name}: an argument of type {ctype!r} cannot be a ps_op's")
+        call = f"ps_{name}({', '.join(args)})"
+        body = f"return (int64_t){call};" if ret == "int" else f"{call};\n    return 0;"
+        funcs.append(f"static int64_t op_{name}(const ps_op *op)\n{{\n    {body}\n}}")
+        names.append(name)
+        kinds.append(kind)
+    quoted = ", ".join(f'"{n}"' for n in names)
+    scalars = ", ".join(f'"{k}"' for k in kinds)
+    return "\n".join([
+        "typedef int64_t (*ps_op_fn)(const ps_op *op);", *funcs,
+        f"const ps_op_fn ps_op_table[] = {{{', '.join('op_' + n for n in names)}}};",
+        f"const char *const ps_op_names[] = {{{quoted}}};",
+        f"const char *const ps_op_scalars[] = {{{scalars}}};",
+        f"const int ps_op_count = {len(names)};"])
+
+
 def toolchain() -> str:
     """The compiler command and flags setuptools compiles with on this machine: the compiler
     and flags the interpreter was built with (sysconfig), with the environment's CC, CFLAGS
@@ -69,7 +112,7 @@ def builder(module: str, extra: tuple[str, ...] = ()) -> FFI:
     ffi.cdef(cdef_text())
     ffi.set_source(
         module,
-        '#include "pysoft.h"',
+        '#include "pysoft.h"\n' + op_dispatch(cdef_text()),
         sources=SOURCES,
         include_dirs=[str(CSRC / "include"), str(CSRC / "src")],
         extra_compile_args=flags,

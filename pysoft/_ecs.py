@@ -196,15 +196,18 @@ class Ecs:
         """Entities of ours that esper deleted (``esper.delete_entity``, pending or done) or
         whose pysoft component was removed through esper, ascending.
 
-        Reads esper 3's per-context tables (``_components``, ``_dead_entities``):
-        O(number of component kinds) when nothing was deleted behind our back.
+        Reads esper 3's per-context tables (``_components``, ``_dead_entities``: the module's
+        while this context is esper's current one, else those ``_context_map`` keeps for it,
+        so no switch): O(number of component kinds) when nothing was deleted behind our back.
         """
-        with self.entered():
-            found = {e for e in esper._dead_entities if e in self.components}
-            kinds = esper._components
-            for kind, count in self.counts.items():
-                have = kinds.get(kind, set())
-                if len(have) != count:
-                    found.update(e for e, c in self.components.items()
-                                 if type(c) is kind and e not in have)
+        if esper.current_world == self.context:
+            kinds, dead = esper._components, esper._dead_entities
+        else:
+            saved = esper._context_map[self.context]  # (count, components, entities, dead, ...)
+            kinds, dead = saved[1], saved[3]
+        found = {e for e in dead if e in self.components} if dead else set()
+        for kind, count in self.counts.items():
+            have = kinds.get(kind, ())
+            if len(have) != count:
+                found.update(e for e, c in self.components.items() if type(c) is kind and e not in have)
         return sorted(found)

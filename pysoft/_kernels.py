@@ -173,7 +173,9 @@ class Bound:
         if _counter is not None:
             _counter["bind:" + name] += 1
             fn = _counted(name, fn, _counter)
-        self.call: Callable[..., Any] = functools.partial(fn, *args)
+        call: Any = functools.partial(fn, *args)
+        call.kernel, call.counter = name, _counter  # for pysoft._frame.Op
+        self.call: Callable[..., Any] = call
 
 
 def bind(name: str, backend: str, **arrays: np.ndarray) -> Callable[..., Any]:

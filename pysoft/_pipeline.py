@@ -24,6 +24,7 @@ which the terms read.
 from __future__ import annotations
 
 from enum import IntEnum
+from time import perf_counter
 from typing import Any, Protocol
 
 import esper
@@ -170,6 +171,7 @@ class Pipeline:
         # moved particles (``moved``): the particles against the colliders again
         self.resettle: list[SubstepTerm] = []
         self.moved = False
+        self.mover: Any = None  # in a frame run in one call: the op whose result means "moved"
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
         self.unstable = -1  # the row the frame-end scan found unstable (-1: none)
@@ -178,6 +180,20 @@ class Pipeline:
     @property
     def last_substep(self) -> bool:
         return self.substep == self.settings._substeps - 1
+
+    def run(self, systems: tuple[Any, ...], h: float, elapsed: list[float]) -> None:
+        """Every substep of a frame, ``systems`` in turn (their seconds added to ``elapsed``)."""
+        for substep in range(self.settings._substeps):
+            self.substep = substep
+            for i, system in enumerate(systems):
+                t0 = perf_counter()
+                system.process(h)
+                elapsed[i] += perf_counter() - t0
+
+    def terms(self) -> list[Any]:
+        """Every term of a substep, in run order (for ``pysoft._frame.Frame``)."""
+        return [*self.forces, self.integrator, *self.constraints, *self.collide, *self.settle,
+                *self.resettle, *self.finish]
 
     def evaluate_forces(self, state: int) -> None:
         for term in self.forces:

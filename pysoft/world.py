@@ -3,22 +3,21 @@
 A World composes the features of ``pysoft.features`` (particles, gravity,
 springs, XPBD constraints, bodies, colliders), each of which owns its Store
 tables, components, ``add_*`` functions and kernels; the public methods
-below hand over to them. ``step`` runs the stages of ``pysoft._pipeline``,
-whose kernels were bound once to the Store's buffers: a step rebinds
-nothing, whatever was added or removed since the last one.
+below hand over to them. ``step`` runs the stages of ``pysoft._pipeline`` (or
+the frame in one call of the C core, ``pysoft._frame``), whose kernels were bound
+once to the Store's buffers: a step rebinds nothing, whatever changed since the last.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from time import perf_counter
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import esper
 import numpy as np
 
-from pysoft import _native, _replay, _snapshot, _validate
+from pysoft import _frame, _native, _replay, _snapshot, _validate
 from pysoft._ecs import Ecs
 from pysoft._pipeline import INTEGRATORS, MIN_DT, STAGES, InstabilityError, Pipeline, Settings, Stage
 from pysoft._store import Store
@@ -91,11 +90,8 @@ class World(Settings):
         restitution_threshold: float = 0.25,
         contact_iterations: int | None = None,
         constraint_iterations: int = 2,
-        max_speed: float = 1e3,
-        on_instability: str = "raise",
-        particle_collisions: bool = False,
-        body_collisions: bool = True,
-        body_contact_iterations: int = 1, threads: int = 1,
+        max_speed: float = 1e3, on_instability: str = "raise", particle_collisions: bool = False,
+        body_collisions: bool = True, body_contact_iterations: int = 1, threads: int = 1,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (2, 3):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
@@ -132,8 +128,10 @@ class World(Settings):
         # the run order, replaced (never changed in place) by add_system / remove_system, so a
         # system that adds or removes one during step() changes the next frame, not this one
         self._systems: tuple[esper.Processor, ...] = tuple(cls(self.pipeline) for cls in STAGES)
+        self._stages = self._systems  # while the run order is these, a frame may run in one call
+        self._frame = _frame.Frame(self.pipeline) if backend == "c" else None
         self._stepping = False
-        self.profile: dict[str, float] = {}
+        self._elapsed: tuple[tuple[Any, ...], list[float]] = ((), [])  # the last step's systems, seconds
 
     @property
     def time(self) -> float:
@@ -266,14 +264,12 @@ class World(Settings):
         pipeline.unstable, error = -1, None
         self._stepping = True
         try:
-            with self._ecs.entered():
-                for substep in range(self._substeps):
-                    pipeline.substep = substep
-                    for i, system in enumerate(systems):
-                        t0 = perf_counter()
-                        system.process(h)
-                        elapsed[i] += perf_counter() - t0
-                if pipeline.unstable >= 0 and watched:  # where it began: pysoft._replay
+            if not (self._frame is not None and systems == self._stages
+                    and self._frame.run(h, self._substeps, elapsed)):
+                with self._ecs.entered():  # the stages (and the user's systems), one by one
+                    pipeline.run(systems, h, elapsed)
+            if pipeline.unstable >= 0 and watched:
+                with self._ecs.entered():  # where it began: pysoft._replay
                     error = _replay.diagnose(pipeline, self._frame_start, systems, h,
                                              self._features.particles.scan)
         finally:
@@ -281,8 +277,12 @@ class World(Settings):
         pipeline.time += dt  # the frame ran to its end, whatever the scan found
         _replay.deliver(error, self._on_instability)  # raise or warn what the scan found
         self._features.after_frame()
-        self.profile = {getattr(s, "name", type(s).__name__): 1e3 * t
-                        for s, t in zip(systems, elapsed, strict=True)}
+        self._elapsed = (systems, elapsed)
+
+    @property
+    def profile(self) -> dict[str, float]:
+        """Milliseconds each system took in the last step (over its substeps), by name."""
+        return {getattr(s, "name", type(s).__name__): 1e3 * t for s, t in zip(*self._elapsed, strict=True)}
 
     # -- snapshots ------------------------------------------------------------------
 

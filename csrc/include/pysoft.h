@@ -151,6 +151,25 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      double h, double rest_speed);
 
 /* finish.c */
+/* frame.c: a frame's passes in one call. One ps_op per kernel call of a substep, in run
+ * order: its kernel (an index into ps_op_names, the kernels of this header in order), the
+ * arguments in the kernel's order by kind (pointers p, ints i, doubles d), and when it runs:
+ * `when` 0 every substep, 2 only on the last; `vary` >= 0 names an i[] slot set at every
+ * substep (`vary_kind` 0: 1 on the first substep, else 0; 1: substep % 2); `after` >= 0
+ * names an earlier op of the substep whose nonzero result this op waits on. `result` is the
+ * kernel's last return value (0 for a void kernel), `calls` how many times it ran. */
+typedef struct {
+    int kernel, stage, when, vary, vary_kind, after;
+    int64_t result, calls;
+    void *p[48];
+    int64_t i[16];
+    double d[8];
+} ps_op;
+extern const char *const ps_op_names[];
+extern const char *const ps_op_scalars[];
+extern const int ps_op_count;
+void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds);
+
 const char *ps_compile_flags(void);
 int ps_cpu_has_x86_64_v3(void);
 int ps_find_unstable(const double *pos, const double *vel, int n, int dim,

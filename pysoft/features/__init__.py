@@ -44,6 +44,8 @@ class Features:
         self.all = [cls(ctx) for cls in FEATURES]
         self.ctx = ctx
         self.particles = next(f for f in self.all if isinstance(f, Particles))
+        # the features with something to do after a frame (most have nothing)
+        self.after = [f for f in self.all if type(f).after_frame is not Feature.after_frame]
         self.owner: dict[type[RowView], Feature] = {k: f for f in self.all for k in f.kinds}
 
     def __iter__(self) -> Iterator[Feature]:
@@ -108,5 +110,5 @@ class Features:
                 yield name, table
 
     def after_frame(self) -> None:
-        for f in self.all:
+        for f in self.after:
             f.after_frame()

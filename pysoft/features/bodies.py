@@ -17,7 +17,9 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Bits, Column, RemovedError, RowView
+from pysoft._frame import COLLIDE, FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
+from pysoft._pipeline import MAIN
 from pysoft._store import Field, Incidence, Ragged, Table
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.shapes import signed_area
@@ -250,6 +252,14 @@ class _BodyTerm:
         if self.with_matching:
             self.matching[state](nb, dim)
 
+    def ops(self, h: float) -> list[Op]:
+        nb, dim, out = self.B.n, self.ctx.dim, []
+        if self.with_pressure:
+            out.append(cached(self, "pressure", self.pressure[MAIN], FORCES).set(nb, dim))
+        if self.with_matching:
+            out.append(cached(self, "matching", self.matching[MAIN], FORCES).set(nb, dim))
+        return out
+
 
 class _RollingTerm:
     """Rolling resistance after the collide stage, for bodies on colliders (the contact
@@ -265,15 +275,31 @@ class _RollingTerm:
             body_start=b["member_start"], body_count=b["member_count"], coefficient=b["rolling_resistance"])
         self.rolling = False  # whether a body has a rolling resistance (looked at once a frame)
 
+    def present(self) -> bool:
+        """Whether there are bodies and colliders (else nothing to do)."""
+        return bool(self.B.n and self.ctx.store.tables["colliders"].n)
+
+    def first_substep(self) -> None:
+        """Whether a body has a rolling resistance, and ``rolled`` restarts."""
+        self.rolling = bool(self.B.view("rolling_resistance").any())
+        self.B.view("rolled")[:] = 0.0
+
     def run(self, h: float) -> None:
-        B = self.B
-        if not (B.n and self.ctx.store.tables["colliders"].n):
+        if not self.present():
             return
         if self.ctx.pipeline.substep == 0:
-            self.rolling = bool(B.view("rolling_resistance").any())
-            B.view("rolled")[:] = 0.0
+            self.first_substep()
         if self.rolling:
-            self.call(B.n, self.ctx.dim)
+            self.call(self.B.n, self.ctx.dim)
+
+    def ops(self, h: float) -> list[Op]:
+        """As on a frame's first substep, and the call of every substep."""
+        if not self.present():
+            return []
+        self.first_substep()
+        if not self.rolling:
+            return []
+        return [cached(self, "rolling", self.call, COLLIDE).set(self.B.n, self.ctx.dim)]
 
     def probe(self, nb: int, dim: int) -> None:
         """One call as in a substep with fresh contact load (the benchmark's probe)."""

@@ -19,6 +19,7 @@ import numpy as np
 from pysoft import _validate
 from pysoft._constants import CAPSULE, POLYTOPE
 from pysoft._ecs import Column, RowView, Vector
+from pysoft._frame import COLLIDE, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Ragged, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
@@ -199,6 +200,19 @@ class _CollideTerm:
             **{name: C.arrays[name] for name in COLLIDER_FIELDS},
             face_normal=faces.arrays["normal"], face_offset=faces.arrays["offset"])
         self.moving = False
+        self._keep_for: tuple[float, bytes] | None = None  # (h, damping) keep was computed for
+
+    def first_substep(self, h: float) -> None:
+        """What a frame's first substep does before the sweep: ``keep = exp(-damping h)``
+        (again only if h or a damping changed), and whether any collider moves."""
+        C = self.C
+        damping = C.view("tangential_damping")
+        if (h, damping.tobytes()) != self._keep_for:
+            np.exp(-h * damping, out=C.view("keep"))
+            self._keep_for = (h, damping.tobytes())
+        v, w = C.view("velocity"), C.view("angular_velocity")
+        raw = v.tobytes() + w.tobytes()  # all zero bytes: still, without asking NumPy
+        self.moving = raw.count(0) != len(raw) and bool(v.any() or w.any())
 
     def run(self, h: float) -> None:
         C = self.C
@@ -206,11 +220,26 @@ class _CollideTerm:
             return
         first = self.ctx.pipeline.substep == 0
         if first:
-            np.exp(-h * C.view("tangential_damping"), out=C.view("keep"))
-            self.moving = bool(C.view("velocity").any() or C.view("angular_velocity").any())
+            self.first_substep(h)
         if self.moving:
             advance_colliders(C, h)
         self.sweep(h, clear=first)
+
+    def ops(self, h: float) -> list[Op] | None:
+        """As on a frame's first substep, and the call of every substep (a new contact report
+        on the first); None while a collider moves (it advances from Python)."""
+        if not self.C.n:
+            return []
+        self.first_substep(h)
+        return None if self.moving else [self.op(h)]
+
+    def op(self, h: float, key: str = "collide", after: Op | None = None) -> Op:
+        """The sweep as an op: on a frame's first substep a new contact report (``clear``,
+        the 9th of its counts and scalars), or (``after``) only when that op moved something."""
+        s = self.ctx.settings
+        op = cached(self, key, self.collide, COLLIDE, vary=8 if after is None else -1, after=after)
+        return op.set(self.P.n, self.C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
+                      s._restitution_threshold, s._threads, 0)
 
     def sweep(self, h: float, clear: bool = False) -> None:
         """The collide kernel over every particle and collider, as they are now (``clear``: a
@@ -234,6 +263,17 @@ class _RecollideTerm:
     def run(self, h: float) -> None:
         self.runs += 1
         self.term.sweep(h)
+
+    def ops(self, h: float) -> list[Op]:
+        """The sweep, in the substeps where the edges' contacts moved a particle (with no XPBD
+        constraints, nothing else does)."""
+        mover = self.term.ctx.pipeline.mover
+        return [] if mover is None else [self.term.op(h, "again", after=mover)]
+
+    def done(self) -> None:
+        op = self.term.__dict__.get("_op_again")
+        if op is not None:
+            self.runs += op.ran()
 
 
 class Colliders(Feature):
@@ -348,10 +388,11 @@ class Colliders(Feature):
         if self._reported_version != self.table.version:
             self.reported = self.table.view("entity").copy()
             self._reported_version = self.table.version
-        live = self.table.row_of  # aim every live pusher at its target for the next frame
-        self.pushers = [p for p in self.pushers if p.collider in live]
-        for p in self.pushers:
-            p.aim()
+        if self.pushers:  # aim every live pusher at its target for the next frame
+            live = self.table.row_of
+            self.pushers = [p for p in self.pushers if p.collider in live]
+            for p in self.pushers:
+                p.aim()
 
     @property
     def contacts(self) -> Contacts:

@@ -16,6 +16,7 @@ import numpy as np
 from pysoft import _validate
 from pysoft._coloring import Batches
 from pysoft._ecs import Column, RowView
+from pysoft._frame import Op
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field
 from pysoft.features._feature import PROBE_H, Context, Feature
@@ -132,6 +133,13 @@ class _ConstraintTerm:
     def run(self, h: float) -> None:
         self.sweep(self.live(), h, settle=False)
 
+    def ops(self, h: float) -> list[Op] | None:
+        return None if self.constrained() else []  # the substep's multipliers are zeroed from Python
+
+    def constrained(self) -> bool:
+        """Whether a solver has constraints."""
+        return any(s.table.n for s in self.solvers)
+
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         for s in live:  # multipliers accumulate over one substep's iterations
             s.table.arrays["lambda"][: s.table.n] = 0.0
@@ -158,6 +166,9 @@ class _SettleTerm:
     def __init__(self, ctx: Context, term: _ConstraintTerm) -> None:
         self.ctx, self.term, self.P = ctx, term, ctx.store.particles
         self.runs = 0  # substeps in which it solved (for the kernel-call accounting in the tests)
+
+    def ops(self, h: float) -> list[Op] | None:
+        return None if self.term.constrained() else []
 
     def run(self, h: float) -> None:
         live = self.term.live()

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pysoft._frame import COLLIDE, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
@@ -111,18 +112,36 @@ class _ContactTerm:
     def counts(self) -> tuple[int, int, int, int, int, int]:
         return self.P.n, self.B.n, self.buckets, self.entries, self.pairs, self.ctx.dim
 
-    def run(self, h: float) -> None:
-        P, s = self.P, self.ctx.settings
-        if self.ctx.pipeline.substep == 0 and self.reported:  # new rows start cleared
+    def first_substep(self) -> None:
+        """A frame's first substep starts a new report (new rows start cleared)."""
+        if self.reported:
+            P = self.P
             P.view("touch_body")[:] = -1
             P.view("touch_impulse")[:] = 0.0
             self.reported = False
-        # (a lone body touches nothing unless it collides with itself: no call for it)
-        if P.n and s._body_collisions and (self.B.n > 1 or s._particle_collisions
-                                           or (self.B.n == 1 and self.B.arrays["flags"][0] & SELF)):
-            self.call(*self.counts(), s._body_contact_iterations, int(s._particle_collisions), h,
-                      s._restitution_threshold)
-            self.reported = True  # the kernel wrote the report: clear it when the next frame starts
+
+    def arguments(self, h: float) -> tuple[Any, ...] | None:
+        """The kernel's counts and scalars, or None when there is nothing to touch (a lone
+        body touches nothing unless it collides with itself: no call for it)."""
+        s, nb = self.ctx.settings, self.B.n
+        if self.P.n and s._body_collisions and (nb > 1 or s._particle_collisions
+                                                or (nb == 1 and self.B.arrays["flags"][0] & SELF)):
+            self.reported = True  # the kernel writes the report: clear it when the next frame starts
+            return (*self.counts(), s._body_contact_iterations, int(s._particle_collisions), h,
+                    s._restitution_threshold)
+        return None
+
+    def run(self, h: float) -> None:
+        if self.ctx.pipeline.substep == 0:
+            self.first_substep()
+        if (args := self.arguments(h)) is not None:
+            self.call(*args)
+
+    def ops(self, h: float) -> list[Op]:
+        """As on a frame's first substep, and the call of every substep."""
+        self.first_substep()
+        args = self.arguments(h)
+        return [] if args is None else [cached(self, "contacts", self.call, COLLIDE).set(*args)]
 
 
 class BodyCollisions(Feature):

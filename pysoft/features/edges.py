@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pysoft._constants import CAPSULE
+from pysoft._frame import COLLIDE, PARITY, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
@@ -79,17 +80,32 @@ class _EdgeTerm:
     def counts(self) -> tuple[int, int, int, int, int]:
         return self.P.n, self.B.n, self.C.n, self.faces.n, self.ctx.dim
 
-    def run(self, h: float) -> None:
+    def needed(self) -> bool:
+        """Whether there is a body and a collider with a corner or a capsule end."""
         C = self.C
         if not (C.n and self.B.n):
-            return
+            return False
         if self._version != C.version:
             self.featured = bool(((C.view("kind") == CAPSULE) | (C.view("face_count") >= 3)).any())
             self._version = C.version
-        if self.featured:  # odd substeps sweep the edges backward (see edges.c)
+        return self.featured
+
+    def run(self, h: float) -> None:
+        if self.needed():  # odd substeps sweep the edges backward (see edges.c)
             s, p = self.ctx.settings, self.ctx.pipeline
             if self.call(*self.counts(), s._contact_iterations, p.substep % 2, h, s._restitution_threshold):
                 p.moved = True  # an end it moved may be inside a collider now: collide again
+
+    def ops(self, h: float) -> list[Op]:
+        """The call of every substep (backward on odd ones); the collide-again pass waits on
+        it (``pipeline.mover``)."""
+        if not self.needed():
+            return []
+        s = self.ctx.settings
+        op = cached(self, "edges", self.call, COLLIDE, vary=6, vary_kind=PARITY).set(
+            *self.counts(), s._contact_iterations, 0, h, s._restitution_threshold)
+        self.ctx.pipeline.mover = op
+        return [op]
 
 
 class EdgeCollisions(Feature):

@@ -18,7 +18,9 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Column, RowView, Vector
+from pysoft._frame import FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
+from pysoft._pipeline import MAIN
 from pysoft._store import Field
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.features._links import Links
@@ -68,6 +70,11 @@ class _GrabTerm:
     def evaluate(self, state: int) -> None:
         if self.G.n:
             self.calls[state](self.G.n, self.ctx.dim)
+
+    def ops(self, h: float) -> list[Op]:
+        if not self.G.n:
+            return []
+        return [cached(self, "grab", self.calls[MAIN], FORCES).set(self.G.n, self.ctx.dim)]
 
 
 class Grabbing(Feature):

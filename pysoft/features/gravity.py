@@ -15,7 +15,9 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Column, RowView, Vector
+from pysoft._frame import FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
+from pysoft._pipeline import MAIN
 from pysoft._store import Field, Table
 from pysoft.features._feature import Context, Feature, PerState
 
@@ -77,6 +79,13 @@ class _GravityTerm:
         self.gravity[state](n, dim, self.ctx.settings._drag)
         if self.W.n:
             self.wells[state](n, self.W.n, dim)
+
+    def ops(self, h: float) -> list[Op]:
+        n, dim = self.P.n, self.ctx.dim
+        out = [cached(self, "gravity", self.gravity[MAIN], FORCES).set(n, dim, self.ctx.settings._drag)]
+        if self.W.n:
+            out.append(cached(self, "wells", self.wells[MAIN], FORCES).set(n, self.W.n, dim))
+        return out
 
 
 class Gravity(Feature):

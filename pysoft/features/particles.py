@@ -17,6 +17,7 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Bits, Column, RowView, Vector
+from pysoft._frame import FINISH, INTEGRATE, LAST, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
 from pysoft._replay import Origin
@@ -149,6 +150,12 @@ class Integrators:
     def velocity_from_positions(self, h: float) -> None:
         self.xpbd_velocity(self.P.n, self.ctx.dim, h)
 
+    def ops(self, h: float) -> list[Op] | None:
+        kind = self.ctx.settings._integrator
+        if kind not in ("symplectic_euler", "explicit_euler"):  # evaluate forces again, or XPBD's
+            return None
+        return [cached(self, kind, getattr(self, kind), INTEGRATE).set(self.P.n, self.ctx.dim, h)]
+
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         n, dim, h = self.P.n, self.ctx.dim, PROBE_H
         out: dict[str, tuple[int, Callable[[], Any]]] = {
@@ -195,6 +202,21 @@ class InstabilityScan:
             return
         if row >= 0:
             pipeline.unstable = row  # World.step replays the frame to find where it began
+
+    def ops(self, h: float) -> list[Op] | None:
+        s = self.ctx.settings
+        if s._on_instability == "clamp":  # repairs and warns from Python
+            return None
+        if s._on_instability == "ignore":
+            return []
+        return [cached(self, "scan", self.find_unstable, FINISH, when=LAST).set(self.P.n, self.ctx.dim,
+                                                                                 s._max_speed)]
+
+    def done(self) -> None:
+        """After a frame ran in one call: what the last substep's scan found."""
+        op = self.__dict__.get("_op_scan")
+        if op is not None and op.c.result >= 0 and op.values is not None:
+            self.ctx.pipeline.unstable = int(op.c.result)
 
     def report(self, origin: Origin | None, faithful: bool, replayed: bool, others: list[str],
                h: float) -> InstabilityError:

@@ -11,7 +11,9 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Column, RowView
+from pysoft._frame import FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
+from pysoft._pipeline import MAIN
 from pysoft._store import Field
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.features._links import Links, Pair, pair_entities
@@ -128,6 +130,14 @@ class _SpringTerm:
             self.calls[state](*self.arguments())
         if self.T.n:
             self.area_calls[state](self.T.n, self.ctx.dim)
+
+    def ops(self, h: float) -> list[Op]:
+        out = []
+        if self.S.n:
+            out.append(cached(self, "springs", self.calls[MAIN], FORCES).set(*self.arguments()))
+        if self.T.n:
+            out.append(cached(self, "areas", self.area_calls[MAIN], FORCES).set(self.T.n, self.ctx.dim))
+        return out
 
 
 class Springs(Feature):

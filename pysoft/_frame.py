@@ -1,0 +1,142 @@
+"""A frame's passes in one call of the C core (``ps_run_frame``, ``csrc/src/frame.c``).
+
+``World.step`` runs a frame stage by stage: each stage's terms call their kernels, one
+foreign call per pass per substep. When the frame needs nothing but those calls (the C
+backend, no systems of the user's, integrator "symplectic_euler" or "explicit_euler",
+``on_instability`` not "clamp", and every term able to say what it would call: no XPBD
+constraints, no kinematic collider moving), the terms describe their calls as :class:`Op`
+once per frame (``term.ops(h)``, which also does what the term does on a frame's first
+substep), and one call runs every substep of the frame: the same kernels, in the same
+order, with the same arguments, so the same bits (``tests/test_frame.py`` compares both
+ways frame by frame). A term that cannot (its ``ops`` returns None) sends the frame down
+the stages.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from pysoft import _native
+
+EVERY, LAST = 0, 2  # Op.when: every substep, or only the last one
+FIRST, PARITY = 0, 1  # Op's varying scalar: 1 on the first substep (else 0), or substep % 2
+
+
+@functools.cache
+def _table() -> dict[str, tuple[int, str]]:
+    """Each kernel of ps_run_frame's dispatch: its index and its scalars' kinds ("i", "d")."""
+    ffi, lib = _native.require()
+    return {ffi.string(lib.ps_op_names[k]).decode(): (k, ffi.string(lib.ps_op_scalars[k]).decode())
+            for k in range(lib.ps_op_count)}
+
+
+class Op:
+    """One kernel call of every substep of a frame: a bound kernel's array pointers (the
+    C backend's ``Bound.call``), its counts and scalars (``set``), and when it runs."""
+
+    __slots__ = ("after", "c", "calls", "counter", "kinds", "name", "values")
+
+    def __init__(self, call: Any, stage: int, when: int = EVERY, vary: int = -1,
+                 vary_kind: int = FIRST, after: Op | None = None) -> None:
+        """``vary``: the position (among the counts and scalars) of the one set at every
+        substep, per ``vary_kind``; ``after``: an earlier op of the frame whose nonzero
+        result this one waits on within a substep."""
+        ffi, _ = _native.require()
+        self.name: str = call.kernel
+        index, self.kinds = _table()[self.name]
+        self.c = c = ffi.new("ps_op *")
+        c.kernel, c.stage, c.when, c.after = index, stage, when, -1
+        for k, pointer in enumerate(call.args):
+            c.p[k] = pointer
+        c.vary = -1 if vary < 0 else self.kinds[:vary].count("i")
+        c.vary_kind = vary_kind
+        self.values: tuple[Any, ...] | None = None
+        self.counter = call.counter  # _kernels.counting(), when it was bound inside one
+        self.after = after
+        self.calls = 0  # c.calls when last looked at
+
+    def set(self, *values: Any) -> Op:
+        """The counts and scalars, in the kernel's order (as a call of the bound kernel)."""
+        if values != self.values:
+            c, i, d = self.c, 0, 0
+            for kind, value in zip(self.kinds, values, strict=True):
+                if kind == "i":
+                    c.i[i] = value
+                    i += 1
+                else:
+                    c.d[d] = value
+                    d += 1
+            self.values = values
+        return self
+
+    def ran(self) -> int:
+        """How many times it ran since last asked (and counted, under ``counting()``)."""
+        now = self.c.calls
+        ran, self.calls = now - self.calls, now
+        if self.counter is not None and ran:
+            self.counter[self.name] += ran
+        return int(ran)
+
+
+class Frame:
+    """Runs a frame through ``ps_run_frame`` when every term can describe its calls."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+        ffi, self.lib = _native.require()
+        self.ffi = ffi
+        self.seconds = ffi.new("double[]", FINISH + 1)
+        self.terms: tuple[Any, ...] = ()  # the pipeline's, once its features have added them
+        self.array: Any = None
+        self.ops: list[Op] = []
+        self.counted: list[Op] = []  # the ops bound inside _kernels.counting()
+        self.done: list[Callable[[], None]] = []
+
+    def run(self, h: float, substeps: int, elapsed: list[float]) -> bool:
+        """Run the frame and add each stage's seconds to ``elapsed``; False (nothing ran) if a
+        term cannot describe its calls."""
+        if not self.terms:
+            self.terms = tuple(self.pipeline.terms())
+            self.done = [t.done for t in self.terms if hasattr(t, "done")]
+        pipeline = self.pipeline
+        pipeline.substep, pipeline.mover = 0, None
+        ops: list[Op] = []
+        for term in self.terms:
+            got = term.ops(h)
+            if got is None:
+                return False
+            ops += got
+        if ops != self.ops:  # another list (Ops compare by identity): new pointers to them
+            for op in ops:
+                op.c.after = -1 if op.after is None else ops.index(op.after)
+            self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
+            self.ops = ops
+            self.counted = [op for op in ops if op.counter is not None]
+        seconds = self.seconds
+        self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds)
+        for done in self.done:
+            done()
+        for op in self.counted:  # each kernel call counts as if the stages had made it
+            op.ran()
+        if self.counted:  # and the frame's one foreign call as itself
+            self.counted[0].counter["run_frame"] += 1
+        pipeline.substep = substeps - 1
+        for k in range(len(elapsed)):
+            elapsed[k] += seconds[k]
+        return True
+
+
+FORCES, INTEGRATE, CONSTRAINTS, COLLIDE, FINISH = range(5)  # the stages, as _pipeline.STAGES
+
+
+def cached(owner: Any, key: str, call: Any, stage: int, **how: Any) -> Op:
+    """``owner``'s Op ``key`` for the bound kernel ``call``, made on first use (kept as the
+    attribute ``_op_<key>``)."""
+    name = "_op_" + key
+    op: Op | None = owner.__dict__.get(name)
+    if op is None:
+        op = Op(call, stage, **how)
+        setattr(owner, name, op)
+    return op

@@ -1,0 +1,160 @@
+"""A frame in one call of the C core (``pysoft._frame``, ``csrc/src/frame.c``) is the frame
+the stages run, bit for bit, with the same kernel calls; and worlds that need the stages
+(a system of the user's, a moving collider, XPBD constraints, integrators that evaluate the
+forces again, ``on_instability="clamp"``) still get them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pysoft
+from pysoft import _kernels, build, scenes
+
+FIELDS = ("pos", "vel", "force", "prev_pos", "contact_collider", "contact_normal", "contact_impulse",
+          "touch_body", "touch_impulse", "support")
+
+
+class _Noop:
+    """A system of the user's that does nothing: its world's frames run stage by stage."""
+
+    def process(self, h: float) -> None:
+        pass
+
+
+def _state(w: pysoft.World) -> dict[str, bytes]:
+    P = w.store.particles
+    out = {name: P.view(name).tobytes() for name in FIELDS}
+    B = w.store.bodies
+    out["rolled"] = B.view("rolled").tobytes()
+    out["amount"] = B.view("amount").tobytes()
+    return out
+
+
+def _rolling_box(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.8)
+    w.add_collider(pysoft.Box((1.5, 0.3), (0.4, 0.1), angle=0.2))
+    w.add_collider(pysoft.Segment((-2.0, 0.4), (-1.0, 0.2), 0.03))
+    body = build.circle(w, center=(0.0, 0.5), radius=0.3, rings=1)
+    w.body(body).rolling_resistance = 0.3
+    w.grab(w.body(body).particles[0], stiffness=50.0).target = (0.5, 1.0)
+    w.add_gravity_well((0.0, -5.0), strength=2.0)
+
+
+SCENES: dict[str, Callable[[], pysoft.World]] = {
+    "canonical boxes": lambda: scenes.boxes(1000),
+    "pressure balls": lambda: scenes.pressure_balls(8),
+    "shape-matched boxes": lambda: scenes.matched_boxes(8),
+    "pile (body contacts)": lambda: scenes.pile(bodies=12, width=3.0),
+    "bridge (edges against corners)": scenes.bridge,
+    "planets (a well)": scenes.planets,
+    "rolling, grabbed, a well, corners": lambda: _world(_rolling_box),
+}
+
+
+def _world(fill: Callable[[pysoft.World], Any], **args: Any) -> pysoft.World:
+    w = pysoft.World(**args)
+    fill(w)
+    return w
+
+
+@pytest.mark.parametrize("name", list(SCENES))
+def test_a_frame_in_one_call_is_the_frame_of_the_stages(name: str) -> None:
+    """Two copies of a scene, one with a system of the user's (so the stages run it), 120
+    frames: every particle and body field the passes write is equal bit for bit after every
+    frame, and both made the same kernel calls (the one-call frame counts each kernel its
+    ops ran); the one-call world made one foreign call a frame."""
+    with _kernels.counting() as one:
+        fused = SCENES[name]()
+    with _kernels.counting() as staged_calls:
+        staged = SCENES[name]()
+    staged.add_system(_Noop(), priority=50)
+    for frame in range(120):
+        fused.step()
+        staged.step()
+        assert _state(fused) == _state(staged), f"frame {frame}"
+    calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
+    assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
+    assert one["run_frame"] == 120 and "run_frame" not in staged_calls
+
+
+def _moving(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+    w.add_collider(pysoft.Box((0.0, 1.5), (1.0, 0.1)), velocity=(0.0, -0.5))
+    build.box(w, center=(0.0, 0.3), size=(0.5, 0.5))
+
+
+def _xpbd(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+    build.box(w, center=(0.0, 0.3), size=(0.5, 0.5), model="xpbd")
+
+
+STAGED: dict[str, Callable[[], pysoft.World]] = {
+    "a moving collider": lambda: _world(_moving),
+    "XPBD constraints": lambda: _world(_xpbd),
+    "integrator verlet": lambda: _world(_moving, integrator="verlet"),
+    "integrator rk4": lambda: scenes.boxes(100, integrator="rk4"),
+    "integrator xpbd": lambda: scenes.boxes(100, integrator="xpbd"),
+    "on_instability clamp": lambda: scenes.boxes(100, on_instability="clamp"),
+    "the NumPy backend": lambda: scenes.boxes(100, backend="python"),
+}
+
+
+@pytest.mark.parametrize("name", list(STAGED))
+def test_what_needs_the_stages_gets_them(name: str) -> None:
+    with _kernels.counting() as counter:
+        w = STAGED[name]()
+        for _ in range(5):
+            w.step()
+    assert "run_frame" not in counter
+
+
+def test_a_world_changes_between_one_call_frames() -> None:
+    """Spawning, removing and retuning between frames: the next one-call frame sees it, as
+    the stages do (the ops are described again every frame)."""
+    worlds = [scenes.boxes(200), scenes.boxes(200)]
+    worlds[1].add_system(_Noop(), priority=50)
+    for w in worlds:
+        for _ in range(30):
+            w.step()
+        ball = build.ball(w, center=(0.0, 3.0), radius=0.3)
+        w.substeps, w.contact_iterations, w.drag = 5, 3, 0.2
+        for _ in range(30):
+            w.step()
+        w.remove(ball)
+        w.collider(w.store.colliders.view("entity")[0]).friction = 0.1
+        w.threads = 2
+        for _ in range(30):
+            w.step()
+    assert _state(worlds[0]) == _state(worlds[1])
+
+
+def test_an_instability_in_a_one_call_frame_is_reported_where_it_began() -> None:
+    """The scan of the one-call frame's last substep finds the blow-up, and the replay (by the
+    stages) names where it began, as for a frame the stages ran."""
+    reports = []
+    for system in (None, _Noop()):
+        w = pysoft.World()
+        a, b = w.add_particles([[0.0, 1.0], [0.5, 1.0]])
+        w.add_spring(a, b, stiffness=1e9, rest_length=0.1)
+        if system is not None:
+            w.add_system(system, priority=50)
+        with pytest.raises(pysoft.InstabilityError) as caught:
+            for _ in range(10):
+                w.step()
+        error = caught.value
+        message = str(error).replace(str(error.entity), "<entity>")  # worlds number them apart
+        reports.append((message, error.row, error.pass_name, error.substep, w.time))
+    assert reports[0] == reports[1]
+    assert reports[0][2] is not None
+
+
+def test_the_profile_names_each_stage_of_a_one_call_frame() -> None:
+    w = scenes.boxes(1000)
+    w.step()
+    assert set(w.profile) == {"forces", "integrate", "constraints", "collide", "finish"}
+    assert all(ms >= 0.0 for ms in w.profile.values()) and w.profile["forces"] > 0.0
+    assert np.isfinite(list(w.profile.values())).all()
