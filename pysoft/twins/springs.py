@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft.twins._common import F64, I32, INVERSION_GAIN, MIN_LENGTH, dot, scatter_add, scatter_pairs
+from pysoft.twins._common import (
+    F64,
+    I32,
+    INVERSION_GAIN,
+    MIN_LENGTH,
+    dot_into,
+    scatter_add,
+    scatter_pairs,
+    scratch,
+)
 
 
 def springs(
@@ -16,14 +25,27 @@ def springs(
     too short to have an axis ``f = -0.0``. (The C kernel's workspace and threads are not
     needed here.)"""
     a, b = pairs[:m, 0], pairs[:m, 1]
-    d = np.take(pos, b, axis=0) - np.take(pos, a, axis=0)  # (np.take: faster than pos[b])
-    length = np.sqrt(dot(d, d, dim))
+    # in work arrays (scratch): d = x_b - x_a, then u = d / |d|; e = the ends' other rows
+    d, e, w = scratch("springs.d", (m, dim)), scratch("springs.e", (m, dim)), scratch("springs.w", (m,))
+    np.take(pos, b, axis=0, out=d)  # (np.take: faster than pos[b])
+    np.subtract(d, np.take(pos, a, axis=0, out=e), out=d)
+    length = dot_into(scratch("springs.length", (m,)), d, d, dim, w)
+    np.sqrt(length, out=length)
     live = length > MIN_LENGTH
     with np.errstate(divide="ignore", invalid="ignore"):
-        u = d * (1.0 / length)[:, None]
-        vrel = dot(np.take(vel, b, axis=0) - np.take(vel, a, axis=0), u, dim)
-        s = stiffness[:m] * (length - rest_length[:m]) + damping[:m] * vrel
-        f = np.where(live[:, None], s[:, None] * u, -0.0)
+        np.divide(1.0, length, out=w)
+        for c in range(dim):  # u = d / |d|, a column at a time (faster than broadcasting)
+            np.multiply(d[:, c], w, out=d[:, c])
+        np.take(vel, b, axis=0, out=e)
+        np.subtract(e, np.take(vel, a, axis=0, out=scratch("springs.va", (m, dim))), out=e)
+        vrel = dot_into(scratch("springs.vrel", (m,)), e, d, dim, w)
+        s = np.add(np.multiply(stiffness[:m], np.subtract(length, rest_length[:m], out=w), out=w),
+                   np.multiply(damping[:m], vrel, out=vrel), out=w)
+        f = e
+        for c in range(dim):
+            np.multiply(s, d[:, c], out=f[:, c])
+        if not live.all():
+            f[~live] = -0.0
     scatter_pairs(force, a, b, f)
 
 
