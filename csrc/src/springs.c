@@ -78,8 +78,7 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
 /* The x86-64-v3 build's pass 1 in 2D, four springs at a time: spring_force's arithmetic in
  * the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
  * so the same bits. Returns the first spring it left to the scalar loop. */
-static int spring_forces_2d_avx(double *restrict fx_out, double *restrict fy_out,
-                                const double *restrict pos, const double *restrict vel,
+static int spring_forces_2d_avx(double *restrict f_out, const double *restrict pos, const double *restrict vel,
                                 const int32_t *restrict pairs, const double *restrict rest_length,
                                 const double *restrict stiffness,
                                 const double *restrict damping, int m)
@@ -106,8 +105,12 @@ static int spring_forces_2d_avx(double *restrict fx_out, double *restrict fy_out
             _mm256_mul_pd(_mm256_loadu_pd(stiffness + j), _mm256_sub_pd(len, _mm256_loadu_pd(rest_length + j))),
             _mm256_mul_pd(_mm256_loadu_pd(damping + j), vrel));
         __m256d live = _mm256_cmp_pd(len, min_length, _CMP_GT_OQ);  /* false for NaN */
-        _mm256_storeu_pd(fx_out + j, _mm256_blendv_pd(dead, _mm256_mul_pd(s, ux), live));
-        _mm256_storeu_pd(fy_out + j, _mm256_blendv_pd(dead, _mm256_mul_pd(s, uy), live));
+        __m256d fx = _mm256_blendv_pd(dead, _mm256_mul_pd(s, ux), live);
+        __m256d fy = _mm256_blendv_pd(dead, _mm256_mul_pd(s, uy), live);
+        __m256d lo = _mm256_unpacklo_pd(fx, fy), hi = _mm256_unpackhi_pd(fx, fy);
+        /* lo = [x0 y0 x2 y2], hi = [x1 y1 x3 y3]: stored as rows (x0 y0 x1 y1 x2 y2 x3 y3) */
+        _mm256_storeu_pd(f_out + 2L * j, _mm256_permute2f128_pd(lo, hi, 0x20));
+        _mm256_storeu_pd(f_out + 2L * j + 4, _mm256_permute2f128_pd(lo, hi, 0x31));
     }
     return j;
 }
@@ -132,8 +135,8 @@ static void build_incidence(int32_t *restrict end, int32_t *restrict incidence,
 }
 
 /* The two passes in 2D over the arrays of `task`, split into parts (threads): pass 1 by
- * springs, then pass 2 by particles. Pass 1: every spring's force into f (x at f[j], y at
- * f[m + j]), no scatter. Pass 2: each particle adds its springs' forces in spring order, +f
+ * springs, then pass 2 by particles. Pass 1: every spring's force into f (row j: x at
+ * f[2 j], y at f[2 j + 1], so pass 2 loads both in one), no scatter. Pass 2: each particle adds its springs' forces in spring order, +f
  * at end a and -1 * f at end b (the bits of subtracting f), starting from its force as it
  * was: the additions the scatter loop makes, in its order. */
 typedef struct {
@@ -148,11 +151,11 @@ static void spring_forces_2d(void *args, int part, int parts)
     const SpringPass *t = args;
     int j = ps_part_start(t->m, part, parts), stop = ps_part_start(t->m, part + 1, parts);
     const int32_t *pairs = t->pairs;
-    j += spring_forces_2d_avx(t->f + j, t->f + t->m + j, t->pos, t->vel, pairs + 2L * j,
-                              t->rest_length + j, t->stiffness + j, t->damping + j, stop - j);
+    j += spring_forces_2d_avx(t->f + 2L * j, t->pos, t->vel, pairs + 2L * j, t->rest_length + j,
+                              t->stiffness + j, t->damping + j, stop - j);
     for (; j < stop; j++) {
         long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
-        spring_force(t->f + j, t->m, t->pos + a, t->pos + b, t->vel + a, t->vel + b,
+        spring_force(t->f + 2L * j, 1, t->pos + a, t->pos + b, t->vel + a, t->vel + b,
                      t->rest_length[j], t->stiffness[j], t->damping[j], 2);
     }
 }
@@ -160,23 +163,20 @@ static void spring_forces_2d(void *args, int part, int parts)
 static void spring_sums_2d(void *args, int part, int parts)
 {
     const SpringPass *t = args;
-    static const double sign[2] = {1.0, -1.0};
+    static const double sign[4] = {1.0, 1.0, -1.0, -1.0};  /* end a: +f; end b: -1 * f */
     const int32_t *restrict end = t->end, *restrict incidence = t->incidence;
     const double *restrict f = t->f;
     double *restrict force = t->force;
-    long m = t->m;
     int i = ps_part_start(t->n, part, parts), stop = ps_part_start(t->n, part + 1, parts);
     int e = i ? end[i - 1] : 0;
-    for (; i < stop; i++) {
-        double ax = force[2L * i], ay = force[2L * i + 1];
+    for (; i < stop; i++) {  /* x and y in the two lanes: the scalar additions, side by side */
+        __m128d sum = _mm_loadu_pd(force + 2L * i);
         for (; e < end[i]; e++) {
             int32_t q = incidence[e];
-            const double s = sign[q & 1], *fj = f + (q >> 1);
-            ax = ax + s * fj[0];
-            ay = ay + s * fj[m];
+            sum = _mm_add_pd(sum, _mm_mul_pd(_mm_loadu_pd(sign + 2 * (q & 1)),
+                                             _mm_loadu_pd(f + 2L * (q >> 1))));
         }
-        force[2L * i] = ax;
-        force[2L * i + 1] = ay;
+        _mm_storeu_pd(force + 2L * i, sum);
     }
 }
 #endif
