@@ -137,7 +137,9 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const
         __m256d opposed = _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ);
         __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(_mm256_andnot_pd(sign, u), cap), opposed);
         __m256d size = _mm256_andnot_pd(sign, du);
-        __m256d f = _mm256_blendv_pd(_mm256_div_pd(most, size), one, _mm256_cmp_pd(size, most, _CMP_LE_OQ));
+        __m256d within = _mm256_cmp_pd(size, most, _CMP_LE_OQ);  /* f = 1: the common case */
+        __m256d f = _mm256_movemask_pd(within) == 0xF
+                    ? one : _mm256_blendv_pd(_mm256_div_pd(most, size), one, within);
         __m256d sa = _mm256_mul_pd(wa, s), sb = _mm256_mul_pd(wb, s);
         __m256d dax = _mm256_mul_pd(sa, gx), day = _mm256_mul_pd(sa, gy);
         __m256d dbx = _mm256_mul_pd(sb, gx), dby = _mm256_mul_pd(sb, gy);
