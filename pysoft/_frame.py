@@ -9,7 +9,9 @@ once per frame (``term.ops(h)``, which also does what the term does on a frame's
 substep), and one call runs every substep of the frame: the same kernels, in the same
 order, with the same arguments, so the same bits (``tests/test_frame.py`` compares both
 ways frame by frame). A term that cannot (its ``ops`` returns None) sends the frame down
-the stages.
+the stages. With several threads, the ops whose kernels treat each particle row on its own
+(``Kernel.rows``) and follow each other form a group that each thread takes a range of rows
+through (``_group``; ``csrc/src/frame.c``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from pysoft import _native
+from pysoft import _kernels, _native
 
 EVERY, LAST = 0, 2  # Op.when: every substep, or only the last one
+ROWS_COMBINE = {"void": 0, "sum": 1, "first": 2}  # Kernel.rows, as ps_op's combine
+GROUP_MAX = 16  # the most ops in a row group (frame.c's PS_GROUP_MAX)
 FIRST, PARITY = 0, 1  # Op's varying scalar: 1 on the first substep (else 0), or substep % 2
 
 
@@ -36,7 +40,7 @@ class Op:
     """One kernel call of every substep of a frame: a bound kernel's array pointers (the
     C backend's ``Bound.call``), its counts and scalars (``set``), and when it runs."""
 
-    __slots__ = ("after", "c", "calls", "counter", "kinds", "name", "values")
+    __slots__ = ("after", "c", "calls", "counter", "kinds", "name", "rows", "values")
 
     def __init__(self, call: Any, stage: int, when: int = EVERY, vary: int = -1,
                  vary_kind: int = FIRST, after: Op | None = None) -> None:
@@ -52,6 +56,16 @@ class Op:
             c.p[k] = pointer
         c.vary = -1 if vary < 0 else self.kinds[:vary].count("i")
         c.vary_kind = vary_kind
+        kernel = _kernels.REGISTRY[self.name]
+        c.group, c.combine, c.threads_slot = -1, ROWS_COMBINE.get(kernel.rows, 0), -1
+        self.rows = bool(kernel.rows) and after is None  # may run range by range of rows
+        if self.rows:
+            names = [*kernel.counts, *kernel.scalars]  # the counts come first, all ints
+            c.rows_slot = kernel.counts.index("n")
+            if "threads" in kernel.scalars:
+                c.threads_slot = self.kinds[:names.index("threads")].count("i")
+            for k, size in enumerate(call.row_bytes):
+                c.row_bytes[k] = size
         self.values: tuple[Any, ...] | None = None
         self.counter = call.counter  # _kernels.counting(), when it was bound inside one
         self.after = after
@@ -111,11 +125,13 @@ class Frame:
         if ops != self.ops:  # another list (Ops compare by identity): new pointers to them
             for op in ops:
                 op.c.after = -1 if op.after is None else ops.index(op.after)
+            _group(ops)
             self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
             self.ops = ops
             self.counted = [op for op in ops if op.counter is not None]
         seconds = self.seconds
-        self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds)
+        self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds,
+                              pipeline.settings._threads)
         for done in self.done:
             done()
         for op in self.counted:  # each kernel call counts as if the stages had made it
@@ -126,6 +142,23 @@ class Frame:
         for k in range(len(elapsed)):
             elapsed[k] += seconds[k]
         return True
+
+
+def _group(ops: list[Op]) -> None:
+    """Give each run of two or more consecutive ops that treat rows on their own a group of
+    its own: with several threads, frame.c has each thread take its range of the rows
+    through all of the group's ops, with one wait for the group instead of one per op."""
+    for op in ops:
+        op.c.group = -1
+    runs: list[list[Op]] = [[]]
+    for op in ops:
+        if op.rows and len(runs[-1]) < GROUP_MAX:
+            runs[-1].append(op)
+        else:
+            runs.append([op] if op.rows else [])
+    for group, run in enumerate(r for r in runs if len(r) >= 2):
+        for member in run:
+            member.c.group = group
 
 
 FORCES, INTEGRATE, CONSTRAINTS, COLLIDE, FINISH = range(5)  # the stages, as _pipeline.STAGES

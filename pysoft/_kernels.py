@@ -55,6 +55,11 @@ class Kernel:
     scratch: tuple[str, ...] = ()  # arrays it may overwrite freely (workspace, not results)
     index_args: tuple[tuple[str, str], ...] = ()  # (index array, count it indexes)
     check: Check | None = None  # extra checks of a one-off call's arguments
+    # each particle row on its own (no row reads or writes another's): how the results of
+    # calls over ranges of the rows make the result of one call over all ("void", "sum", or
+    # "first": the first row found); "" if rows depend on each other. pysoft._frame runs
+    # such kernels range by range on several threads.
+    rows: str = ""
 
     @property
     def twin(self) -> Callable[..., Any]:
@@ -144,6 +149,11 @@ def _check_indices(kernel: Kernel, arrays: dict[str, np.ndarray], sizes: dict[st
         kernel.check(arrays, sizes)
 
 
+def _row_bytes(a: np.ndarray, shape: Shape) -> int:
+    """Bytes per particle row of an array whose first axis is the particles' ("n"), else 0."""
+    return a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)) if shape[:1] == ("n",) else 0
+
+
 class Bound:
     """A kernel whose arrays were checked and turned into pointers once.
 
@@ -175,6 +185,7 @@ class Bound:
             fn = _counted(name, fn, _counter)
         call: Any = functools.partial(fn, *args)
         call.kernel, call.counter = name, _counter  # for pysoft._frame.Op
+        call.row_bytes = [_row_bytes(a, arg.shape) for a, arg in zip(ordered, kernel.arrays, strict=True)]
         self.call: Callable[..., Any] = call
 
 

@@ -158,3 +158,55 @@ def test_the_profile_names_each_stage_of_a_one_call_frame() -> None:
     assert set(w.profile) == {"forces", "integrate", "constraints", "collide", "finish"}
     assert all(ms >= 0.0 for ms in w.profile.values()) and w.profile["forces"] > 0.0
     assert np.isfinite(list(w.profile.values())).all()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_take_ranges_of_rows_through_the_row_kernels(threads: int) -> None:
+    """With several threads the one-call frame has each take its range of the particle rows
+    through the integration, the collide pass and the scan (one wait for the three): the
+    frame of the stages on as many threads, bit for bit, with the same kernel calls."""
+    with _kernels.counting() as one:
+        fused = scenes.boxes(6400)
+    with _kernels.counting() as staged_calls:
+        staged = scenes.boxes(6400)
+    staged.add_system(_Noop(), priority=50)
+    for w in (fused, staged):
+        w.threads = threads
+    fused.step()
+    staged.step()
+    groups = [(op.name, op.c.group) for op in fused._frame.ops]
+    assert groups[-3:] == [("symplectic_euler", 0), ("collide", 0), ("find_unstable", 0)]
+    for frame in range(1, 60):
+        fused.step()
+        staged.step()
+        assert _state(fused) == _state(staged), f"frame {frame}"
+    calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
+    assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
+
+
+@pytest.mark.parametrize("pairs", [((10, 11), (4500, 4501)), ((4500, 4501),)])
+def test_the_scan_on_threads_reports_the_first_unstable_row(pairs: tuple[tuple[int, int], ...]) -> None:
+    """Springs too stiff for the substep blow up in the first thread's rows and the second's,
+    or the second's alone: the one-call frame on two threads reports the row, pass and
+    substep the stages do (the first unstable row, counted from the first row)."""
+    reports = []
+    for system in (None, _Noop()):
+        w = pysoft.World(threads=2)
+        rows = w.add_particles(np.column_stack([np.arange(5000) * 0.1, np.full(5000, 10.0)]))
+        for a, b in pairs:
+            w.add_spring(rows[a], rows[b], stiffness=1e9, rest_length=0.01)
+        if system is not None:
+            w.add_system(system, priority=50)
+        with pytest.raises(pysoft.InstabilityError) as caught:
+            for _ in range(10):
+                w.step()
+        error = caught.value
+        reports.append((error.row, error.pass_name, error.substep, w.time))
+        if system is None:  # the scan's own finding: the first unstable row of them all
+            P = w.store.particles
+            first = _kernels.call("find_unstable", "c", w.max_speed, pos=P.view("pos"),
+                                  vel=P.view("vel"))
+            assert w._frame.ops[-1].name == "find_unstable"
+            assert w._frame.ops[-1].c.result == first == w.pipeline.unstable >= 0
+    assert reports[0] == reports[1]
+    assert reports[0][0] in {r for pair in pairs for r in pair}

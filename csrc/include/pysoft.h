@@ -157,18 +157,26 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
  * `when` 0 every substep, 2 only on the last; `vary` >= 0 names an i[] slot set at every
  * substep (`vary_kind` 0: 1 on the first substep, else 0; 1: substep % 2); `after` >= 0
  * names an earlier op of the substep whose nonzero result this op waits on. `result` is the
- * kernel's last return value (0 for a void kernel), `calls` how many times it ran. */
+ * kernel's last return value (0 for a void kernel), `calls` how many times it ran.
+ * Row groups (with threads > 1): consecutive ops of one `group` (>= 0; -1: none) treat
+ * every particle row on its own, so each thread takes a range of the rows through all of
+ * them, with one wait for the group instead of one per op: i[rows_slot] is the op's row
+ * count, row_bytes[k] the bytes per row of pointer k (0: not a per-row array), i[threads_slot]
+ * (if >= 0) its own thread count (1 within a range), and `combine` how the ranges' results
+ * make the op's: 0 none, 1 their sum, 2 the first row a range returns (-1: none). */
 typedef struct {
     int kernel, stage, when, vary, vary_kind, after;
     int64_t result, calls;
     void *p[48];
     int64_t i[16];
     double d[8];
+    int group, rows_slot, threads_slot, combine;
+    int32_t row_bytes[48];
 } ps_op;
 extern const char *const ps_op_names[];
 extern const char *const ps_op_scalars[];
 extern const int ps_op_count;
-void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds);
+void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds, int threads);
 
 const char *ps_compile_flags(void);
 int ps_cpu_has_x86_64_v3(void);

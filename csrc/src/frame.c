@@ -14,6 +14,15 @@
  * The dispatch (one function per kernel unpacking p, i and d into its arguments, and the
  * names ps_op_names and argument kinds ps_op_scalars) is generated from this core's header
  * by pysoft/_build.py, so it cannot disagree with the kernels' declarations.
+ *
+ * With several threads (World.threads), consecutive ops whose kernels treat every particle
+ * row on its own (the integration, the collide pass, the scan: Kernel.rows) form a group:
+ * each thread takes a fixed range of the rows through all of the group's ops, with one wait
+ * for the group where each op would wait for its own split. The pool's workers are then
+ * handed work less often and sooner after their last (a worker idle longer than its spin
+ * sleeps, and waking it costs more than a small pass). Any split gives each row the same
+ * operations: the same bits. On one thread the ops run as listed (running them block by
+ * block of rows measured no faster).
  */
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 199309L  /* clock_gettime */
@@ -41,26 +50,125 @@ static double seconds_now(void)
 #endif
 }
 
+#define PS_GROUP_MAX 16  /* the most ops in a group (pysoft/_frame.py keeps to it) */
+#define PS_GROUP_ROWS 2048  /* the least rows in a thread's range (as the collide pass's) */
+
+/* Whether op runs on substep s of `substeps` (and, if so, its varying count set). */
+static int runs(ps_op *const *ops, ps_op *op, int s, int substeps)
+{
+    if ((op->when == 2 && s != substeps - 1) || (op->after >= 0 && !ops[op->after]->result)) {
+        op->result = 0;  /* did not run this substep: nothing for an `after` to see */
+        return 0;
+    }
+    if (op->vary >= 0) op->i[op->vary] = op->vary_kind == 0 ? (s == 0) : (s % 2);
+    return 1;
+}
+
+/* The time since *t, added to the op's stage. */
+static void clock_op(const ps_op *op, double *t, int nstages, double *seconds)
+{
+    double t1 = seconds_now();
+    if (op->stage >= 0 && op->stage < nstages) seconds[op->stage] += t1 - *t;
+    *t = t1;
+}
+
+/* One substep of a group's ops, ops[k0 .. k1), split over threads by rows. */
+typedef struct {
+    ps_op **ops;
+    int k0, k1, n;
+    char on[PS_GROUP_MAX];                      /* whether ops[k0 + q] runs this substep */
+    int64_t got[PS_MAX_THREADS][PS_GROUP_MAX];  /* each range's result, per op */
+    double seconds[PS_GROUP_MAX];               /* the calling thread's time per op */
+} GroupTask;
+
+/* Rows [r0, r1) through every op of the group that runs, in order: each op over its
+ * per-row arrays from row r0, with r1 - r0 rows (or what it has of them) and one thread. */
+static void group_part(void *args, int part, int parts)
+{
+    GroupTask *g = args;
+    int r0 = ps_part_start(g->n, part, parts), r1 = ps_part_start(g->n, part + 1, parts);
+    double t = part == 0 ? seconds_now() : 0.0;
+    for (int k = g->k0; k < g->k1; k++) {
+        int q = k - g->k0;
+        const ps_op *op = g->ops[k];
+        int64_t rows = (op->i[op->rows_slot] < r1 ? op->i[op->rows_slot] : r1) - r0;
+        int64_t got = op->combine == 2 ? -1 : 0;
+        if (g->on[q] && rows > 0) {
+            ps_op range = *op;
+            for (int a = 0; a < 48; a++)
+                if (op->row_bytes[a]) range.p[a] = (char *)op->p[a] + (int64_t)r0 * op->row_bytes[a];
+            range.i[op->rows_slot] = rows;
+            if (op->threads_slot >= 0) range.i[op->threads_slot] = 1;
+            got = ps_op_table[op->kernel](&range);
+            if (op->combine == 2 && got >= 0) got += r0;
+        }
+        g->got[part][q] = got;
+        if (part == 0) {
+            double t1 = seconds_now();
+            g->seconds[q] = t1 - t;
+            t = t1;
+        }
+    }
+}
+
+/* The group's ops on one substep: each thread takes its range of the rows through all of
+ * them (the ops treat rows on their own, so any split gives the same bits); each op's
+ * result is its ranges' combined. The group's time (the wait for the other threads
+ * included) is shared among its ops' stages in proportion to the calling thread's time in
+ * each. */
+static void run_group(ps_op **ops, int k0, int k1, int s, int substeps, int threads, double *t,
+                      int nstages, double *seconds)
+{
+    GroupTask g;
+    g.ops = ops, g.k0 = k0, g.k1 = k1, g.n = 0;
+    for (int k = k0; k < k1; k++) {
+        ps_op *op = ops[k];
+        if (!(g.on[k - k0] = (char)runs(ops, op, s, substeps))) continue;
+        op->calls++;
+        if (op->i[op->rows_slot] > g.n) g.n = (int)op->i[op->rows_slot];
+    }
+    int parts = ps_pool_run(group_part, &g, ps_parts(threads, g.n, PS_GROUP_ROWS));
+    double t1 = seconds_now(), mine = 0.0;  /* mine: the calling thread's time in the ops */
+    for (int q = 0; q < k1 - k0; q++) mine += g.seconds[q];
+    double scale = mine > 0.0 ? (t1 - *t) / mine : 0.0;
+    *t = t1;
+    for (int k = k0; k < k1; k++) {
+        ps_op *op = ops[k];
+        int q = k - k0;
+        if (op->stage >= 0 && op->stage < nstages) seconds[op->stage] += g.seconds[q] * scale;
+        if (!g.on[q]) continue;
+        int64_t result = op->combine == 2 ? -1 : 0;
+        for (int part = 0; part < parts; part++) {
+            int64_t got = g.got[part][q];
+            if (op->combine == 1) result += got;
+            else if (op->combine == 2 && result < 0) result = got;  /* the first range's find */
+        }
+        op->result = result;
+    }
+}
+
 /* Runs `substeps` substeps of the ops; seconds[op.stage] (0 <= stage < nstages, zeroed first)
  * is the time of the stage's ops (one clock reading per op: each op's time ends where the
  * next one's starts). */
-void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds)
+void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds, int threads)
 {
     for (int k = 0; k < nstages; k++) seconds[k] = 0.0;
     double t = seconds_now();
     for (int s = 0; s < substeps; s++) {
-        for (int k = 0; k < nops; k++) {
+        for (int k = 0; k < nops;) {
             ps_op *op = ops[k];
-            if ((op->when == 2 && s != substeps - 1) || (op->after >= 0 && !ops[op->after]->result)) {
-                op->result = 0;  /* did not run this substep: nothing for an `after` to see */
+            if (op->group >= 0 && threads > 1) {
+                int k1 = k + 1;
+                while (k1 < nops && k1 - k < PS_GROUP_MAX && ops[k1]->group == op->group) k1++;
+                run_group(ops, k, k1, s, substeps, threads, &t, nstages, seconds);
+                k = k1;
                 continue;
             }
-            if (op->vary >= 0) op->i[op->vary] = op->vary_kind == 0 ? (s == 0) : (s % 2);
+            k++;
+            if (!runs(ops, op, s, substeps)) continue;
             op->result = ps_op_table[op->kernel](op);
             op->calls++;
-            double t1 = seconds_now();
-            if (op->stage >= 0 && op->stage < nstages) seconds[op->stage] += t1 - t;
-            t = t1;
+            clock_op(op, &t, nstages, seconds);
         }
     }
 }

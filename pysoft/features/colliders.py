@@ -59,7 +59,7 @@ register(Kernel(
      Arg("bound", _K), Arg("grow", _K)),
     ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed", "threads", "clear"),
     ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"),
-    check=_check_collide))
+    check=_check_collide, rows="sum"))
 
 
 class Contacts(NamedTuple):

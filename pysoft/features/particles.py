@@ -31,8 +31,10 @@ _S = ("n",)  # a per-particle scalar array
 _STEP = (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P), Arg("force", _P), Arg("inv_mass", _S))
 
 register(
-    Kernel("symplectic_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos")),
-    Kernel("explicit_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos")),
+    Kernel("symplectic_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos"),
+           rows="void"),
+    Kernel("explicit_euler", "integrate", _STEP, ("n", "dim"), ("h",), ("pos", "vel", "prev_pos"),
+           rows="void"),
     Kernel("verlet_drift", "integrate",
            (Arg("pos", _P), Arg("vel_pred", _P), Arg("prev_pos", _P), Arg("vel", _P),
             Arg("force", _P), Arg("inv_mass", _S)),
@@ -57,7 +59,7 @@ register(
            (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
            ("n", "dim"), ("h",), ("vel",)),
     Kernel("find_unstable", "finish", (Arg("pos", _P), Arg("vel", _P)), ("n", "dim"),
-           ("max_speed",), ()),
+           ("max_speed",), (), rows="first"),
     Kernel("clamp_speeds", "finish", (Arg("pos", _P), Arg("vel", _P), Arg("prev_pos", _P)),
            ("n", "dim"), ("max_speed",), ("pos", "vel")),
 )
