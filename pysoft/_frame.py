@@ -145,9 +145,9 @@ class Frame:
 
 
 def _group(ops: list[Op]) -> None:
-    """Give each run of two or more consecutive ops that treat rows on their own a group of
-    its own: with several threads, frame.c has each thread take its range of the rows
-    through all of the group's ops, with one wait for the group instead of one per op."""
+    """Give each run of consecutive ops that treat rows on their own a group of its own:
+    with several threads, frame.c has each thread take its range of the rows through all of
+    the group's ops, with one wait for the group instead of one per op."""
     for op in ops:
         op.c.group = -1
     runs: list[list[Op]] = [[]]
@@ -156,7 +156,7 @@ def _group(ops: list[Op]) -> None:
             runs[-1].append(op)
         else:
             runs.append([op] if op.rows else [])
-    for group, run in enumerate(r for r in runs if len(r) >= 2):
+    for group, run in enumerate(r for r in runs if r):
         for member in run:
             member.c.group = group
 

@@ -35,7 +35,7 @@ register(
     Kernel("gravity_drag", "gravity",
            (Arg("force", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("gravity", ("dim",))),
-           ("n", "dim"), ("drag",), ("force", "vel")),
+           ("n", "dim"), ("drag",), ("force", "vel"), rows="void"),
     Kernel("radial_gravity", "gravity",
            (Arg("force", _P), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("well_center", ("w", "dim")), Arg("well_strength", ("w",)),
