@@ -30,8 +30,8 @@ def info() -> int:
         print(f"C core: loaded ({_native.MODULE}, the {_native.VARIANT} build, chosen for this CPU; "
               "PYSOFT_VARIANT=baseline picks the other)")
         print(f"compile flags: {_native.compile_flags()}")
-        print(f"threads: World(threads=N) splits the spring, integrate, collide and scan passes over up to "
-              f"{MAX_THREADS} (this machine has {os.cpu_count()} CPUs); default 1")
+        print("threads: World(threads=N) splits the gravity, spring, integrate, collide and scan "
+              f"passes over up to {MAX_THREADS} (this machine has {os.cpu_count()} CPUs); default 1")
         print("default backend: c")
     else:
         print(f"C core: MISSING ({_native.IMPORT_ERROR})")

@@ -111,8 +111,8 @@ class Settings:
     threads = _validate.Checked(
         lambda n, v: _validate.integer(n, v, 1, MAX_THREADS),
         """Threads the C core's spring and collide passes may split their loops over (1 to
-        MAX_THREADS; default 1; a frame in one call also splits the integration and the scan
-        with the collide pass): springs, then particles, in fixed parts, so the results are the
+        MAX_THREADS; default 1; a frame in one call also splits gravity, the integration and the
+        scan): springs, then particles, in fixed parts, so the results are the
         same bit for bit whatever the count. The workers are shared by the process's worlds.""")
     body_collisions = _validate.Checked(
         _validate.flag, "Whether bodies collide with each other (on by default).")

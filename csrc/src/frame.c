@@ -16,7 +16,8 @@
  * by pysoft/_build.py, so it cannot disagree with the kernels' declarations.
  *
  * With several threads (World.threads), consecutive ops whose kernels treat every particle
- * row on its own (the integration, the collide pass, the scan: Kernel.rows) form a group:
+ * row on its own (gravity; the integration, the collide pass, the scan: Kernel.rows) form a
+ * group:
  * each thread takes a fixed range of the rows through all of the group's ops, with one wait
  * for the group where each op would wait for its own split. The pool's workers are then
  * handed work less often and sooner after their last (a worker idle longer than its spin
