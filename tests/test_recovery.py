@@ -374,7 +374,8 @@ def _pressed_sizes() -> list[tuple[str, Maker]]:
     "compliance above 0 (boxes stay crushed or inverted); velocities following only the share "
     "of each correction that is the substep's own motion, the error a constraint already had "
     "at the substep's start corrected in position only as split impulses do (20 fail: discs "
-    "still moving at 1.4-19 m/s at 10 s, though the 0.7 x 0.8 m box no longer tangles); the "
+    "still moving at 1.4-19 m/s at 10 s, though the 0.7 x 0.8 m box no longer tangles; in the "
+    "first solve only, not the settle, 16 fail); the "
     "settle solve's velocity change kept to 0.2-0.3 m/s per particle (2 fail, discs ejected "
     "at 3-4 m/s and still rolling at 0.4-0.7 m/s, and the mirrored XPBD disc and XPBD shape-"
     "matched box of the matrix no longer come to rest: 0.14 m/s at 10 s)"))
