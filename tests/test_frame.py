@@ -132,6 +132,16 @@ def test_a_world_changes_between_one_call_frames() -> None:
     assert _state(worlds[0]) == _state(worlds[1])
 
 
+def _blow_up(w: pysoft.World, system: _Noop | None) -> pysoft.InstabilityError:
+    """Step ``w`` (with ``system`` added, so that the stages run it) until it raises."""
+    if system is not None:
+        w.add_system(system, priority=50)
+    with pytest.raises(pysoft.InstabilityError) as caught:
+        for _ in range(10):
+            w.step()
+    return caught.value
+
+
 def test_an_instability_in_a_one_call_frame_is_reported_where_it_began() -> None:
     """The scan of the one-call frame's last substep finds the blow-up, and the replay (by the
     stages) names where it began, as for a frame the stages ran."""
@@ -140,12 +150,7 @@ def test_an_instability_in_a_one_call_frame_is_reported_where_it_began() -> None
         w = pysoft.World()
         a, b = w.add_particles([[0.0, 1.0], [0.5, 1.0]])
         w.add_spring(a, b, stiffness=1e9, rest_length=0.1)
-        if system is not None:
-            w.add_system(system, priority=50)
-        with pytest.raises(pysoft.InstabilityError) as caught:
-            for _ in range(10):
-                w.step()
-        error = caught.value
+        error = _blow_up(w, system)
         message = str(error).replace(str(error.entity), "<entity>")  # worlds number them apart
         reports.append((message, error.row, error.pass_name, error.substep, w.time))
     assert reports[0] == reports[1]
@@ -196,12 +201,7 @@ def test_the_scan_on_threads_reports_the_first_unstable_row(pairs: tuple[tuple[i
         rows = w.add_particles(np.column_stack([np.arange(5000) * 0.1, np.full(5000, 10.0)]))
         for a, b in pairs:
             w.add_spring(rows[a], rows[b], stiffness=1e9, rest_length=0.01)
-        if system is not None:
-            w.add_system(system, priority=50)
-        with pytest.raises(pysoft.InstabilityError) as caught:
-            for _ in range(10):
-                w.step()
-        error = caught.value
+        error = _blow_up(w, system)
         reports.append((error.row, error.pass_name, error.substep, w.time))
         if system is None:  # the scan's own finding: the first unstable row of them all
             P = w.store.particles
