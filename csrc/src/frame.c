@@ -17,8 +17,7 @@
  *
  * With several threads (World.threads), consecutive ops whose kernels treat every particle
  * row on its own (gravity; the integration, the collide pass, the scan: Kernel.rows) form a
- * group:
- * each thread takes a fixed range of the rows through all of the group's ops, with one wait
+ * group: each thread takes a fixed range of the rows through all of the group's ops, with one wait
  * for the group where each op would wait for its own split. The pool's workers are then
  * handed work less often and sooner after their last (a worker idle longer than its spin
  * sleeps, and waking it costs more than a small pass). Any split gives each row the same
@@ -97,7 +96,8 @@ static void group_part(void *args, int part, int parts)
         if (g->on[q] && rows > 0) {
             ps_op range = *op;
             for (int a = 0; a < 48; a++)
-                if (op->row_bytes[a]) range.p[a] = (char *)op->p[a] + (int64_t)r0 * op->row_bytes[a];
+                if (op->row_bytes[a])
+                    range.p[a] = (char *)op->p[a] + (int64_t)r0 * op->row_bytes[a];
             range.i[op->rows_slot] = rows;
             if (op->threads_slot >= 0) range.i[op->threads_slot] = 1;
             got = ps_op_table[op->kernel](&range);

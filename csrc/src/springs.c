@@ -45,10 +45,10 @@
 #include <math.h>
 #include "internal.h"
 
-/* One spring's force on endpoint a (b receives -1 times it), component c at f[c * m];
+/* One spring's force on endpoint a (b receives -1 times it), component c at f[c];
  * dimension-generic. A spring too short to have an axis (or of NaN length) gives -0.0:
  * x + -0.0 is x bit for bit, so end a is left as it was. */
-PS_INLINE void spring_force(double *f, long m, const double *xa, const double *xb,
+PS_INLINE void spring_force(double *f, const double *xa, const double *xb,
                             const double *va, const double *vb,
                             double rest, double k, double damp, int dim)
 {
@@ -59,7 +59,7 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
     }
     double len = sqrt(len2);
     if (!(len > PS_MIN_LENGTH)) {
-        for (int c = 0; c < dim; c++) f[c * m] = -0.0;
+        for (int c = 0; c < dim; c++) f[c] = -0.0;
         return;
     }
     double inv = 1.0 / len, vrel = 0.0;
@@ -68,7 +68,7 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
         vrel = vrel + (vb[c] - va[c]) * d[c];
     }
     double s = k * (len - rest) + damp * vrel;
-    for (int c = 0; c < dim; c++) f[c * m] = s * d[c];
+    for (int c = 0; c < dim; c++) f[c] = s * d[c];
 }
 
 #if defined(__AVX2__)
@@ -78,7 +78,8 @@ PS_INLINE void spring_force(double *f, long m, const double *xa, const double *x
 /* The x86-64-v3 build's pass 1 in 2D, four springs at a time: spring_force's arithmetic in
  * the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
  * so the same bits. Returns the first spring it left to the scalar loop. */
-static int spring_forces_2d_avx(double *restrict f_out, const double *restrict pos, const double *restrict vel,
+static int spring_forces_2d_avx(double *restrict f_out, const double *restrict pos,
+                                const double *restrict vel,
                                 const int32_t *restrict pairs, const double *restrict rest_length,
                                 const double *restrict stiffness,
                                 const double *restrict damping, int m)
@@ -136,9 +137,10 @@ static void build_incidence(int32_t *restrict end, int32_t *restrict incidence,
 
 /* The two passes in 2D over the arrays of `task`, split into parts (threads): pass 1 by
  * springs, then pass 2 by particles. Pass 1: every spring's force into f (row j: x at
- * f[2 j], y at f[2 j + 1], so pass 2 loads both in one), no scatter. Pass 2: each particle adds its springs' forces in spring order, +f
- * at end a and -1 * f at end b (the bits of subtracting f), starting from its force as it
- * was: the additions the scatter loop makes, in its order. */
+ * f[2 j], y at f[2 j + 1], so pass 2 loads both in one), no scatter. Pass 2: each particle
+ * adds its springs' forces in spring order, +f at end a and -1 * f at end b (the bits of
+ * subtracting f), starting from its force as it was: the additions the scatter loop makes,
+ * in its order. */
 typedef struct {
     double *force, *f;
     const double *pos, *vel, *rest_length, *stiffness, *damping;
@@ -155,7 +157,7 @@ static void spring_forces_2d(void *args, int part, int parts)
                               t->stiffness + j, t->damping + j, stop - j);
     for (; j < stop; j++) {
         long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
-        spring_force(t->f + 2L * j, 1, t->pos + a, t->pos + b, t->vel + a, t->vel + b,
+        spring_force(t->f + 2L * j, t->pos + a, t->pos + b, t->vel + a, t->vel + b,
                      t->rest_length[j], t->stiffness[j], t->damping[j], 2);
     }
 }
@@ -191,7 +193,7 @@ PS_INLINE void spring_scatter(double *restrict force, const double *restrict pos
     double f[3];
     for (int j = 0; j < m; j++) {
         long a = (long)dim * pairs[2 * j], b = (long)dim * pairs[2 * j + 1];
-        spring_force(f, 1, pos + a, pos + b, vel + a, vel + b, rest_length[j], stiffness[j],
+        spring_force(f, pos + a, pos + b, vel + a, vel + b, rest_length[j], stiffness[j],
                      damping[j], dim);
         for (int c = 0; c < dim; c++) force[a + c] += f[c];
         for (int c = 0; c < dim; c++) force[b + c] -= f[c];
