@@ -334,6 +334,23 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
 
 
 
+def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Supports: zero (free) or unit normals of a few directions, so some bodies are held from
+    one side only, some from opposite sides (opposed exactly at dot -1/2 too), some not held."""
+    p = particles(rng, n, dim)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    dirs = vec(rng, 4, dim)
+    dirs /= np.linalg.norm(dirs, axis=1)[:, None]
+    if dim == 2:  # two directions exactly 120 degrees apart: not opposed
+        c, r = -0.5, np.sqrt(0.75)
+        dirs[1] = [c * dirs[0, 0] - r * dirs[0, 1], r * dirs[0, 0] + c * dirs[0, 1]]
+    dirs[2] = -dirs[0]
+    support = dirs[rng.integers(0, 4, n)] * (rng.random(n) < 0.5)[:, None]
+    support[rng.random(n) < 0.2] = dirs[0]  # many held from one side
+    return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support,
+            "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
+
+
 def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
     if n > 4:
@@ -515,6 +532,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_velocity": sample_xpbd_velocity,
     "xpbd_distance": sample_xpbd_distance,
     "xpbd_volume": sample_xpbd_volume,
+    "settle_mass": sample_settle_mass,
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
     "clamp_speeds": sample_clamp_speeds,

@@ -265,3 +265,34 @@ def test_the_xpbd_velocity_update_moves_at_most_the_correction_cap_from_the_velo
     assert vel[0] == pytest.approx((pos[0] - prev[0]) / h, abs=1e-12)
     assert vel[1] == pytest.approx([1.0 + MAX_CORRECTION_SPEED * 0.6, MAX_CORRECTION_SPEED * 0.8], abs=1e-12)
     assert vel[2].tolist() == [7.0, 7.0]
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize(("normals", "squeezed"), [
+    (((0.0, 1.0), (0.0, -1.0)), True),  # floor and plate
+    (((0.0, 1.0), (1.0, 0.0)), False),  # floor and wall: a corner
+    (((0.0, 1.0), (np.sin(2.2), np.cos(2.2))), True),  # 126 degrees apart
+    (((0.0, 1.0), (np.sin(2.0), np.cos(2.0))), False),  # 115 degrees apart
+    (((0.0, 1.0), (np.sin(1.1), np.cos(1.1)), (np.sin(-1.1), np.cos(-1.1))), True),  # +-63 degrees
+    (((0.0, 1.0), (0.0, 1.0)), False),
+])
+def test_the_settle_leaves_a_body_held_from_opposite_sides_alone(
+        backend: str, normals: tuple[tuple[float, float], ...], squeezed: bool) -> None:
+    """settle_mass: a held particle (nonzero support) is immovable in the settle solve; every
+    member of a body whose held members' contact normals are more than 120 degrees apart is
+    too (it sits the solve out); particles of other bodies keep their inverse mass. The last
+    but one case has no held normal opposed to the first one's: the pair at +-63 degrees is."""
+    from pysoft import _kernels
+    n, held = 8, len(normals)
+    support = np.zeros((n, 2))
+    support[1 : 1 + held] = normals  # body 0: rows 0..5, its held ones from row 1
+    support[7] = (0.0, -1.0)  # body 1 (rows 6, 7), held from one side
+    inv_mass = np.linspace(1.0, 2.0, n)
+    out = np.full(n, np.nan)
+    members = np.array([0, 1, 2, 3, 4, 5, 6, 7], dtype=np.int32)
+    _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, inv_mass=inv_mass,
+                   members=members, body_start=np.array([0, 6], dtype=np.int32),
+                   body_count=np.array([6, 2], dtype=np.int32)).call(n, 2, 2)
+    rows = np.arange(6)
+    body = np.where((rows >= 1) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
+    assert out.tolist() == [*body.tolist(), inv_mass[6], 0.0]

@@ -100,6 +100,9 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
                     const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h);
+void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
+                    const int32_t *members, const int32_t *body_start,
+                    const int32_t *body_count, int n, int b, int dim);
 
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,

@@ -36,7 +36,22 @@
  * groups into batches (`batch_start`) in which no two constraints share a
  * particle (greedy graph colouring). Within a batch the order cannot change
  * the result, so the NumPy twin solves a batch at once and still matches the
- * C loop bit for bit. The x86-64-v3 build solves a 2D batch's distance constraints
+ * C loop bit for bit.
+ *
+ * The settle solve (after the collide pass) solves the constraints again with the
+ * particles a collider holds in this substep immovable; ps_settle_mass gives it their
+ * inverse masses: 0 for a particle whose support (its last contact normal this substep) is
+ * nonzero, inv_mass for the others; and 0 for every member of a body held from opposite
+ * sides: two of its held members' supports more than 120 degrees apart (dot < -1/2). Such a
+ * body (pressed flat between a plate and the floor) cannot meet its constraints; with only
+ * its held members immovable, the settle put each substep's conflict into the few free
+ * members, and velocity after it. The test: u, the support of the body's first held member
+ * (member order); w, the held support least aligned with u (the first of equals); opposed if
+ * some held support has dot < -1/2 with w. In 2D, u lies inside the arc the supports span
+ * or w opposes it, and w is one end of that arc: an opposed pair is found exactly when
+ * there is one.
+ *
+ * The x86-64-v3 build solves a 2D batch's distance constraints
  * four at a time (AVX2), with the scalar solve's operations in its order, so the same
  * bits (the pinned hashes hold on both builds): one constraint's square root and chain
  * of divisions wait on each other, four of them overlap.
@@ -268,4 +283,37 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
         }
     }
     (void)m;
+}
+
+void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
+                    const int32_t *members, const int32_t *body_start,
+                    const int32_t *body_count, int n, int b, int dim)
+{
+    for (int i = 0; i < n; i++) {
+        const double *s = support + (long)i * dim;
+        settle_inv_mass[i] = ps_dot(s, s, dim) > 0.0 ? 0.0 : inv_mass[i];
+    }
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        int count = body_count[j], first = -1;
+        for (int e = 0; e < count && first < 0; e++) {
+            const double *s = support + (long)rows[e] * dim;
+            if (ps_dot(s, s, dim) > 0.0) first = e;
+        }
+        if (first < 0) continue;
+        const double *u = support + (long)rows[first] * dim, *w = u;
+        double least = ps_dot(u, u, dim);
+        for (int e = first + 1; e < count; e++) {
+            const double *s = support + (long)rows[e] * dim;
+            double a = ps_dot(s, u, dim);
+            if (ps_dot(s, s, dim) > 0.0 && a < least) { least = a; w = s; }
+        }
+        int opposed = 0;
+        for (int e = first; e < count && !opposed; e++) {
+            const double *s = support + (long)rows[e] * dim;
+            opposed = ps_dot(s, s, dim) > 0.0 && ps_dot(s, w, dim) < -0.5;
+        }
+        if (opposed)
+            for (int e = 0; e < count; e++) settle_inv_mass[rows[e]] = 0.0;
+    }
 }

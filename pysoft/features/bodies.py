@@ -34,7 +34,12 @@ MAX_MEMBERS = 1 << 25
 CLOSED, SELF = 1, 2  # body flags: an outline that encloses an area; self-collision
 
 
-def _check_ranges(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]], None]:
+Check = Callable[[dict[str, np.ndarray], dict[str, int]], None]
+
+
+def check_ranges(index: str, any_dim: bool = False) -> Check:
+    """The check of a kernel over body ranges of ``index`` (body models are 2D, unless
+    ``any_dim``)."""
     def check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
         nb = sizes["b"]
         start, count, idx = arrays["body_start"][:nb], arrays["body_count"][:nb], arrays[index]
@@ -42,7 +47,7 @@ def _check_ranges(index: str) -> Callable[[dict[str, np.ndarray], dict[str, int]
             raise ValueError(f"body_start/body_count reach outside {index}")
         if idx.size and (idx.min() < 0 or idx.max() >= sizes["n"]):
             raise ValueError(f"{index} holds rows outside [0, {sizes['n']})")
-        if sizes.get("dim", 2) != 2 and count.any():
+        if not any_dim and sizes.get("dim", 2) != 2 and count.any():
             raise ValueError("body models are 2D for now (dim must be 2)")
 
     return check
@@ -54,17 +59,17 @@ register(
     Kernel("pressure", "bodies",
            (Arg("force", _P), Arg("pos", _P), Arg("outline", ("e",), np.int32), *_RANGES,
             Arg("amount", _B), Arg("min_area", _B)),
-           ("b", "dim"), (), ("force",), check=_check_ranges("outline")),
+           ("b", "dim"), (), ("force",), check=check_ranges("outline")),
     Kernel("shape_match", "bodies",
            (Arg("force", _P), Arg("pos", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("members", ("e",), np.int32), Arg("rest", ("e", "dim")), *_RANGES,
             Arg("stiffness", _B), Arg("damping", _B)),
-           ("b", "dim"), (), ("force",), check=_check_ranges("members")),
+           ("b", "dim"), (), ("force",), check=check_ranges("members")),
     Kernel("rolling_resistance", "bodies",
            (Arg("vel", _P), Arg("rolled", _B), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("contact_impulse", _S), Arg("members", ("e",), np.int32), *_RANGES,
             Arg("coefficient", _B)),
-           ("b", "dim"), (), ("vel", "rolled"), check=_check_ranges("members")),
+           ("b", "dim"), (), ("vel", "rolled"), check=check_ranges("members")),
 )
 
 

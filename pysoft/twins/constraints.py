@@ -105,3 +105,29 @@ def xpbd_volume(
             rows = s[ok, i]
             pos[rows] = pos[rows] + dx
             vel[rows] = vel[rows] + dx * inv_h * f
+
+
+def settle_mass(
+    settle_inv_mass: F64, support: F64, inv_mass: F64, members: I32, body_start: I32,
+    body_count: I32, n: int, b: int, dim: int,
+) -> None:
+    """The settle solve's inverse masses: 0 where the support is nonzero and for every member
+    of a body held from opposite sides, inv_mass elsewhere (constraints.c)."""
+    held = dot(support[:n], support[:n], dim) > 0.0
+    settle_inv_mass[:n] = np.where(held, 0.0, inv_mass[:n])
+    count = body_count[:b].astype(np.int64)
+    body = np.repeat(np.arange(b), count)  # each member entry's body, in member order
+    entry = np.arange(len(body)) - np.repeat(np.cumsum(count) - count, count)
+    rows = members[body_start[:b].astype(np.int64)[body] + entry]
+    keep = held[rows]
+    body, rows = body[keep], rows[keep]
+    if not len(rows):
+        return
+    s = support[rows]
+    start = np.flatnonzero(np.r_[True, body[1:] != body[:-1]])  # each body's first held member
+    group = np.cumsum(np.r_[0, body[1:] != body[:-1]])
+    align = dot(s, s[start][group], dim)
+    w = s[np.lexsort((align, group))[start]]  # the least aligned with the first (first of equals)
+    opposed = np.unique(body[dot(s, w[group], dim) < -0.5])
+    for j in opposed.tolist():
+        settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
