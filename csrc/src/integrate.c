@@ -70,10 +70,44 @@ PS_INLINE void symplectic_euler_impl(double *restrict pos, double *restrict vel,
     }
 }
 
+#if defined(__AVX2__)
+/* The x86-64-v3 build in 2D: two particles (four components) per iteration, recording
+ * prev_pos in the same loop; symplectic_euler_impl's operations on each component, so the
+ * same bits. Returns the first row it left to the scalar loop. */
+static int symplectic_euler_2d_avx(double *restrict pos, double *restrict vel,
+                                   double *restrict prev_pos, const double *restrict force,
+                                   const double *restrict inv_mass, int n, double h)
+{
+    const __m256d hh = _mm256_set1_pd(h), zero = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 2 <= n; i += 2) {
+        long q = 2L * i;
+        /* [im_i, im_i, im_i+1, im_i+1] */
+        __m256d im = _mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(inv_mass + i)), 0x50);
+        __m256d moves = _mm256_cmp_pd(im, zero, _CMP_NEQ_UQ);  /* im != 0.0, as ps_blend's mask */
+        __m256d x0 = _mm256_loadu_pd(pos + q), v0 = _mm256_loadu_pd(vel + q);
+        _mm256_storeu_pd(prev_pos + q, x0);
+        __m256d v1 = _mm256_add_pd(v0, _mm256_mul_pd(hh, _mm256_mul_pd(_mm256_loadu_pd(force + q), im)));
+        __m256d x1 = _mm256_add_pd(x0, _mm256_mul_pd(hh, v1));
+        _mm256_storeu_pd(vel + q, _mm256_blendv_pd(v0, v1, moves));
+        _mm256_storeu_pd(pos + q, _mm256_blendv_pd(x0, x1, moves));
+    }
+    return i;
+}
+#endif
+
 void ps_symplectic_euler(double *pos, double *vel, double *prev_pos,
                          const double *force, const double *inv_mass,
                          int n, int dim, double h)
 {
+#if defined(__AVX2__)
+    if (dim == 2) {
+        int i = symplectic_euler_2d_avx(pos, vel, prev_pos, force, inv_mass, n, h);
+        record(prev_pos + 2L * i, pos + 2L * i, n - i, 2);
+        symplectic_euler_impl(pos + 2L * i, vel + 2L * i, force + 2L * i, inv_mass + i, n - i, 2, h);
+        return;
+    }
+#endif
     record(prev_pos, pos, n, dim);
     if (dim == 2) symplectic_euler_impl(pos, vel, force, inv_mass, n, 2, h);
     else symplectic_euler_impl(pos, vel, force, inv_mass, n, 3, h);
