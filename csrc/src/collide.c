@@ -40,7 +40,9 @@
  * 1/sin(alpha/2) at a polygon vertex of angle alpha, 1 for capsules). When every
  * collider is such a still plane (a floor, walls), particles are taken in blocks
  * of PS_COLLIDE_BLOCK: the plane test runs first over the whole block, in a loop
- * that vectorises, and only the particles near a plane are searched.
+ * that vectorises (on the x86-64-v3 build in 2D, four rows at a time into a bit per row,
+ * so the list of rows to search is made without a branch per row), and only the
+ * particles near a plane are searched.
  * The deepest contact over all colliders wins (Box2D-style: the most
  * penetrating feature decides, so particles are not snagged at the seams of
  * touching shapes); it is resolved, and the search repeats up to
@@ -570,6 +572,61 @@ static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_coll
 }
 #endif
 
+#if defined(__AVX2__)
+/* The block pre-pass of collide_impl in 2D with only still planes, on the x86-64-v3 build:
+ * the rows of [i0, i1) (at most 64) that are movable and not clear_of_plane of every plane,
+ * into todo in increasing order; returns how many. Four rows at a time, clear_of_plane's
+ * operations in its order (the same decision); a bit per row, so the list is made without
+ * a branch per row. */
+static int near_planes_2d_avx(int *todo, const double *plane, int k, const double *pos,
+                              const double *prev_pos, const double *radius, const double *inv_mass,
+                              int i0, int i1)
+{
+    const __m256d zero = _mm256_setzero_pd(), tiny = _mm256_set1_pd(PS_PLANE_SLACK);
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    uint64_t bits = 0;
+    int i = i0;
+    for (; i + 4 <= i1; i += 4) {
+        /* lanes hold rows i, i + 2, i + 1, i + 3 (unpack's order); radius and inv_mass too */
+        __m256d a = _mm256_loadu_pd(pos + 2L * i), b = _mm256_loadu_pd(pos + 2L * i + 4);
+        __m256d xx = _mm256_unpacklo_pd(a, b), xy = _mm256_unpackhi_pd(a, b);
+        a = _mm256_loadu_pd(prev_pos + 2L * i), b = _mm256_loadu_pd(prev_pos + 2L * i + 4);
+        __m256d px = _mm256_unpacklo_pd(a, b), py = _mm256_unpackhi_pd(a, b);
+        __m256d r = _mm256_permute4x64_pd(_mm256_loadu_pd(radius + i), 0xD8);
+        __m256d im = _mm256_permute4x64_pd(_mm256_loadu_pd(inv_mass + i), 0xD8);
+        __m256d ax = _mm256_andnot_pd(sign, xx), ay = _mm256_andnot_pd(sign, xy);
+        __m256d apx = _mm256_andnot_pd(sign, px), apy = _mm256_andnot_pd(sign, py);
+        __m256d near = zero;
+        for (int j = 0; j < k; j++) {
+            const double *pw = plane + 4L * j;
+            __m256d n0 = _mm256_set1_pd(pw[0]), n1 = _mm256_set1_pd(pw[1]), o = _mm256_set1_pd(pw[2]);
+            __m256d d1 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(n0, xx)),
+                                                     _mm256_mul_pd(n1, xy)), o);
+            __m256d d0 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(n0, px)),
+                                                     _mm256_mul_pd(n1, py)), o);
+            __m256d slack = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_add_pd(
+                _mm256_set1_pd(pw[3]), ax), apx), ay), apy);
+            slack = _mm256_mul_pd(tiny, slack);
+            __m256d clear = _mm256_and_pd(_mm256_cmp_pd(d1, _mm256_add_pd(r, slack), _CMP_GT_OQ),
+                                          _mm256_cmp_pd(d0, slack, _CMP_GT_OQ));
+            near = _mm256_or_pd(near, _mm256_andnot_pd(clear, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))));
+        }
+        unsigned m = (unsigned)_mm256_movemask_pd(_mm256_and_pd(near, _mm256_cmp_pd(im, zero, _CMP_NEQ_UQ)));
+        m = (m & 9u) | ((m & 2u) << 1) | ((m & 4u) >> 1);  /* lanes back to rows i .. i + 3 */
+        bits |= (uint64_t)m << (i - i0);
+    }
+    for (; i < i1; i++) {
+        int near = 0;
+        for (int j = 0; j < k; j++)
+            near |= !clear_of_plane(plane + 4L * j, pos + 2L * i, prev_pos + 2L * i, radius[i], 2);
+        bits |= (uint64_t)(near && inv_mass[i] != 0.0) << (i - i0);
+    }
+    int ntodo = 0;
+    for (; bits; bits &= bits - 1) todo[ntodo++] = i0 + __builtin_ctzll(bits);
+    return ntodo;
+}
+#endif
+
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
@@ -617,6 +674,14 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 contact_collider[i] = -1;
                 contact_impulse[i] = 0.0;
             }
+        int todo[PS_COLLIDE_BLOCK], ntodo = 0;  /* the block's particles to search */
+#if defined(__AVX2__)
+        if (dim == 2 && all_planes) {
+            memset(support + 2L * i0, 0, (size_t)(i1 - i0) * 2 * sizeof *support);
+            ntodo = near_planes_2d_avx(todo, plane, k, pos, prev_pos, radius, inv_mass, i0, i1);
+        } else
+#endif
+        {
         int64_t near[PS_COLLIDE_BLOCK];
         if (all_planes) {
             for (int i = i0; i < i1; i++) near[i - i0] = 0;
@@ -628,9 +693,9 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             }
         }
         memset(support + (long)i0 * dim, 0, (size_t)(i1 - i0) * (size_t)dim * sizeof *support);
-        int todo[PS_COLLIDE_BLOCK], ntodo = 0;  /* the block's particles to search */
         for (int i = i0; i < i1; i++)
             if (!(inv_mass[i] == 0.0 || (all_planes && !near[i - i0]))) todo[ntodo++] = i;
+        }
         for (int q = 0; q < ntodo; q++) {
 #if defined(__AVX2__)
             if (dim == 2 && all_planes && k == 1 && q % 4 == 0 && q + 4 <= ntodo
