@@ -39,7 +39,8 @@
  * grow: how far the grown shape reaches per unit r, sqrt(dim) for boxes,
  * 1/sin(alpha/2) at a polygon vertex of angle alpha, 1 for capsules). When every
  * collider is such a still plane (a floor, walls), particles are taken in blocks
- * of PS_COLLIDE_BLOCK: the plane test runs first over the whole block, in a loop
+ * of PS_COLLIDE_BLOCK: the plane test (above_plane: x above each plane by more than r,
+ * which is all the search looks at then) runs first over the whole block, in a loop
  * that vectorises (on the x86-64-v3 build in 2D, four rows at a time into a bit per row,
  * so the list of rows to search is made without a branch per row), and only the
  * particles near a plane are searched.
@@ -108,8 +109,7 @@
 /* Whether the path p0 -> x of a particle of radius r stays clear of the still plane pw
  * (world normal, offset n . y <= o, slack scale): both ends above it, x by more than r,
  * with a margin for the rounding by which this world-frame test can differ from the local
- * one. deepest() skips the plane then, and the block pre-pass of collide_impl uses the same
- * test (the same operations, so the same answer, vectorised or not). */
+ * one. deepest() skips the plane then. */
 PS_INLINE int clear_of_plane(const double *pw, const double *x, const double *p0, double r,
                              int dim)
 {
@@ -118,6 +118,16 @@ PS_INLINE int clear_of_plane(const double *pw, const double *x, const double *p0
     for (int a = 0; a < dim; a++) slack = slack + fabs(x[a]) + fabs(p0[a]);
     slack = PS_PLANE_SLACK * slack;
     return d1 > r + slack && d0 > slack;
+}
+
+/* Whether a particle at x of radius r is clear of the still plane pw when every collider is
+ * a still plane: the search then is plane_deepest's, in the same world frame, whose depth
+ * r - (n . x - o) is positive only if n . x - o (the same operations) is not above r; so a
+ * particle for which this holds has no contact, and the block pre-pass skips it. (Its start
+ * plays no part in finding a plane contact.) */
+PS_INLINE int above_plane(const double *pw, const double *x, double r, int dim)
+{
+    return ps_dot(pw, x, dim) - pw[dim] > r;
 }
 
 /* local = R^T (world - c) */
@@ -574,41 +584,29 @@ static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_coll
 
 #if defined(__AVX2__)
 /* The block pre-pass of collide_impl in 2D with only still planes, on the x86-64-v3 build:
- * the rows of [i0, i1) (at most 64) that are movable and not clear_of_plane of every plane,
- * into todo in increasing order; returns how many. Four rows at a time, clear_of_plane's
+ * the rows of [i0, i1) (at most 64) that are movable and not above_plane of every plane,
+ * into todo in increasing order; returns how many. Four rows at a time, above_plane's
  * operations in its order (the same decision); a bit per row, so the list is made without
  * a branch per row. */
 static int near_planes_2d_avx(int *todo, const double *plane, int k, const double *pos,
-                              const double *prev_pos, const double *radius, const double *inv_mass,
-                              int i0, int i1)
+                              const double *radius, const double *inv_mass, int i0, int i1)
 {
-    const __m256d zero = _mm256_setzero_pd(), tiny = _mm256_set1_pd(PS_PLANE_SLACK);
-    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d zero = _mm256_setzero_pd();
     uint64_t bits = 0;
     int i = i0;
     for (; i + 4 <= i1; i += 4) {
         /* lanes hold rows i, i + 2, i + 1, i + 3 (unpack's order); radius and inv_mass too */
         __m256d a = _mm256_loadu_pd(pos + 2L * i), b = _mm256_loadu_pd(pos + 2L * i + 4);
         __m256d xx = _mm256_unpacklo_pd(a, b), xy = _mm256_unpackhi_pd(a, b);
-        a = _mm256_loadu_pd(prev_pos + 2L * i), b = _mm256_loadu_pd(prev_pos + 2L * i + 4);
-        __m256d px = _mm256_unpacklo_pd(a, b), py = _mm256_unpackhi_pd(a, b);
         __m256d r = _mm256_permute4x64_pd(_mm256_loadu_pd(radius + i), 0xD8);
         __m256d im = _mm256_permute4x64_pd(_mm256_loadu_pd(inv_mass + i), 0xD8);
-        __m256d ax = _mm256_andnot_pd(sign, xx), ay = _mm256_andnot_pd(sign, xy);
-        __m256d apx = _mm256_andnot_pd(sign, px), apy = _mm256_andnot_pd(sign, py);
         __m256d near = zero;
         for (int j = 0; j < k; j++) {
             const double *pw = plane + 4L * j;
             __m256d n0 = _mm256_set1_pd(pw[0]), n1 = _mm256_set1_pd(pw[1]), o = _mm256_set1_pd(pw[2]);
             __m256d d1 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(n0, xx)),
                                                      _mm256_mul_pd(n1, xy)), o);
-            __m256d d0 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(n0, px)),
-                                                     _mm256_mul_pd(n1, py)), o);
-            __m256d slack = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_add_pd(
-                _mm256_set1_pd(pw[3]), ax), apx), ay), apy);
-            slack = _mm256_mul_pd(tiny, slack);
-            __m256d clear = _mm256_and_pd(_mm256_cmp_pd(d1, _mm256_add_pd(r, slack), _CMP_GT_OQ),
-                                          _mm256_cmp_pd(d0, slack, _CMP_GT_OQ));
+            __m256d clear = _mm256_cmp_pd(d1, r, _CMP_GT_OQ);
             near = _mm256_or_pd(near, _mm256_andnot_pd(clear, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))));
         }
         unsigned m = (unsigned)_mm256_movemask_pd(_mm256_and_pd(near, _mm256_cmp_pd(im, zero, _CMP_NEQ_UQ)));
@@ -618,7 +616,7 @@ static int near_planes_2d_avx(int *todo, const double *plane, int k, const doubl
     for (; i < i1; i++) {
         int near = 0;
         for (int j = 0; j < k; j++)
-            near |= !clear_of_plane(plane + 4L * j, pos + 2L * i, prev_pos + 2L * i, radius[i], 2);
+            near |= !above_plane(plane + 4L * j, pos + 2L * i, radius[i], 2);
         bits |= (uint64_t)(near && inv_mass[i] != 0.0) << (i - i0);
     }
     int ntodo = 0;
@@ -678,7 +676,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
 #if defined(__AVX2__)
         if (dim == 2 && all_planes) {
             memset(support + 2L * i0, 0, (size_t)(i1 - i0) * 2 * sizeof *support);
-            ntodo = near_planes_2d_avx(todo, plane, k, pos, prev_pos, radius, inv_mass, i0, i1);
+            ntodo = near_planes_2d_avx(todo, plane, k, pos, radius, inv_mass, i0, i1);
         } else
 #endif
         {
@@ -688,8 +686,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             for (int j = 0; j < k; j++) {
                 const double *pw = plane + (long)j * (dim + 2);
                 for (int i = i0; i < i1; i++)
-                    near[i - i0] |= !clear_of_plane(pw, pos + (long)i * dim, prev_pos + (long)i * dim,
-                                                    radius[i], dim);
+                    near[i - i0] |= !above_plane(pw, pos + (long)i * dim, radius[i], dim);
             }
         }
         memset(support + (long)i0 * dim, 0, (size_t)(i1 - i0) * (size_t)dim * sizeof *support);

@@ -260,20 +260,14 @@ def _still_planes(kind: I32, center: F64, rotation: F64, velocity: F64, angular_
     return planes
 
 
-def _near_planes(pos: F64, prev_pos: F64, radius: F64, n: int, planes: Planes, center: F64,
-                 face_start: I32, face_offset: F64, dim: int) -> np.ndarray:
-    """Which particles may touch a still plane: not those whose path stays clear of every
-    plane, both ends above it and the end by more than r, with C's margin for the rounding
-    (clear_of_plane), so no contact is ever skipped."""
-    x, p0, r = pos[:n], prev_pos[:n], radius[:n]
-    spread = np.zeros(n)
-    for a in range(dim):
-        spread = spread + np.abs(x[:, a]) + np.abs(p0[:, a])
+def _near_planes(pos: F64, radius: F64, n: int, planes: Planes, dim: int) -> np.ndarray:
+    """Which particles may touch a still plane when every collider is one: not those above
+    every plane by more than r (C's above_plane: the search's depth r - (n . x - o), computed
+    the same way, is then not positive)."""
+    x, r = pos[:n], radius[:n]
     near = np.zeros(n, dtype=bool)
-    for j, (pw, o) in enumerate(planes):
-        scale = 1.0 + abs(float(face_offset[face_start[j]])) + float(np.abs(center[j]).sum())
-        slack = 1e-12 * (scale + spread)
-        near |= ~((_vdot(pw, x, dim) - o > r + slack) & (_vdot(pw, p0, dim) - o > slack))
+    for pw, o in planes:
+        near |= ~(_vdot(pw, x, dim) - o > r)
     return near
 
 
@@ -329,7 +323,7 @@ def collide(
                            face_normal, face_offset, k, dim)
     movable = inv_mass[:n] != 0.0
     if planes is not None:  # C's block pre-pass, then the search in the world frame
-        movable &= _near_planes(pos, prev_pos, radius, n, planes, center, face_start, face_offset, dim)
+        movable &= _near_planes(pos, radius, n, planes, dim)
     step = MAX_PUSHOUT_SPEED * h
 
     def find(idx: np.ndarray) -> tuple[F64, np.ndarray, F64]:
