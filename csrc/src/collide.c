@@ -582,6 +582,28 @@ static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_coll
 }
 #endif
 
+/* The block pre-pass of collide_impl: the rows of [i0, i1) (at most PS_COLLIDE_BLOCK) to
+ * search, into todo in increasing order; returns how many. A row is searched if it is
+ * movable and, when every collider is a still plane (the first k of `plane`), not
+ * above_plane of every plane. */
+PS_INLINE int near_rows(int *todo, const double *plane, int k, int all_planes, const double *pos,
+                        const double *radius, const double *inv_mass, int i0, int i1, int dim)
+{
+    int64_t near[PS_COLLIDE_BLOCK];
+    if (all_planes) {
+        for (int i = i0; i < i1; i++) near[i - i0] = 0;
+        for (int j = 0; j < k; j++) {
+            const double *pw = plane + (long)j * (dim + 2);
+            for (int i = i0; i < i1; i++)
+                near[i - i0] |= !above_plane(pw, pos + (long)i * dim, radius[i], dim);
+        }
+    }
+    int ntodo = 0;
+    for (int i = i0; i < i1; i++)
+        if (!(inv_mass[i] == 0.0 || (all_planes && !near[i - i0]))) todo[ntodo++] = i;
+    return ntodo;
+}
+
 #if defined(__AVX2__)
 /* The block pre-pass of collide_impl in 2D with only still planes, on the x86-64-v3 build:
  * the rows of [i0, i1) (at most 64) that are movable and not above_plane of every plane,
@@ -606,22 +628,15 @@ static int near_planes_2d_avx(int *todo, const double *plane, int k, const doubl
             __m256d n0 = _mm256_set1_pd(pw[0]), n1 = _mm256_set1_pd(pw[1]), o = _mm256_set1_pd(pw[2]);
             __m256d d1 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(n0, xx)),
                                                      _mm256_mul_pd(n1, xy)), o);
-            __m256d clear = _mm256_cmp_pd(d1, r, _CMP_GT_OQ);
-            near = _mm256_or_pd(near, _mm256_andnot_pd(clear, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))));
+            near = _mm256_or_pd(near, _mm256_cmp_pd(d1, r, _CMP_NGT_UQ));  /* !(d1 > r) */
         }
         unsigned m = (unsigned)_mm256_movemask_pd(_mm256_and_pd(near, _mm256_cmp_pd(im, zero, _CMP_NEQ_UQ)));
         m = (m & 9u) | ((m & 2u) << 1) | ((m & 4u) >> 1);  /* lanes back to rows i .. i + 3 */
         bits |= (uint64_t)m << (i - i0);
     }
-    for (; i < i1; i++) {
-        int near = 0;
-        for (int j = 0; j < k; j++)
-            near |= !above_plane(plane + 4L * j, pos + 2L * i, radius[i], 2);
-        bits |= (uint64_t)(near && inv_mass[i] != 0.0) << (i - i0);
-    }
     int ntodo = 0;
     for (; bits; bits &= bits - 1) todo[ntodo++] = i0 + __builtin_ctzll(bits);
-    return ntodo;
+    return ntodo + near_rows(todo + ntodo, plane, k, 1, pos, radius, inv_mass, i, i1, 2);
 }
 #endif
 
@@ -672,27 +687,14 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 contact_collider[i] = -1;
                 contact_impulse[i] = 0.0;
             }
-        int todo[PS_COLLIDE_BLOCK], ntodo = 0;  /* the block's particles to search */
-#if defined(__AVX2__)
-        if (dim == 2 && all_planes) {
-            memset(support + 2L * i0, 0, (size_t)(i1 - i0) * 2 * sizeof *support);
-            ntodo = near_planes_2d_avx(todo, plane, k, pos, radius, inv_mass, i0, i1);
-        } else
-#endif
-        {
-        int64_t near[PS_COLLIDE_BLOCK];
-        if (all_planes) {
-            for (int i = i0; i < i1; i++) near[i - i0] = 0;
-            for (int j = 0; j < k; j++) {
-                const double *pw = plane + (long)j * (dim + 2);
-                for (int i = i0; i < i1; i++)
-                    near[i - i0] |= !above_plane(pw, pos + (long)i * dim, radius[i], dim);
-            }
-        }
         memset(support + (long)i0 * dim, 0, (size_t)(i1 - i0) * (size_t)dim * sizeof *support);
-        for (int i = i0; i < i1; i++)
-            if (!(inv_mass[i] == 0.0 || (all_planes && !near[i - i0]))) todo[ntodo++] = i;
-        }
+        int todo[PS_COLLIDE_BLOCK], ntodo;  /* the block's particles to search */
+#if defined(__AVX2__)
+        if (dim == 2 && all_planes)
+            ntodo = near_planes_2d_avx(todo, plane, k, pos, radius, inv_mass, i0, i1);
+        else
+#endif
+            ntodo = near_rows(todo, plane, k, all_planes, pos, radius, inv_mass, i0, i1, dim);
         for (int q = 0; q < ntodo; q++) {
 #if defined(__AVX2__)
             if (dim == 2 && all_planes && k == 1 && q % 4 == 0 && q + 4 <= ntodo
