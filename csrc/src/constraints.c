@@ -285,34 +285,33 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
     (void)m;
 }
 
+/* Whether a collider holds particle i this substep: its support is nonzero. */
+PS_INLINE int held(const double *support, long i, int dim)
+{
+    const double *s = support + i * dim;
+    return ps_dot(s, s, dim) > 0.0;
+}
+
 void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim)
 {
-    for (int i = 0; i < n; i++) {
-        const double *s = support + (long)i * dim;
-        settle_inv_mass[i] = ps_dot(s, s, dim) > 0.0 ? 0.0 : inv_mass[i];
-    }
+    for (int i = 0; i < n; i++) settle_inv_mass[i] = held(support, i, dim) ? 0.0 : inv_mass[i];
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
-        int count = body_count[j], first = -1;
-        for (int e = 0; e < count && first < 0; e++) {
-            const double *s = support + (long)rows[e] * dim;
-            if (ps_dot(s, s, dim) > 0.0) first = e;
-        }
-        if (first < 0) continue;
+        int count = body_count[j], first = 0;
+        while (first < count && !held(support, rows[first], dim)) first++;
+        if (first == count) continue;
         const double *u = support + (long)rows[first] * dim, *w = u;
         double least = ps_dot(u, u, dim);
         for (int e = first + 1; e < count; e++) {
             const double *s = support + (long)rows[e] * dim;
             double a = ps_dot(s, u, dim);
-            if (ps_dot(s, s, dim) > 0.0 && a < least) { least = a; w = s; }
+            if (held(support, rows[e], dim) && a < least) { least = a; w = s; }
         }
         int opposed = 0;
-        for (int e = first; e < count && !opposed; e++) {
-            const double *s = support + (long)rows[e] * dim;
-            opposed = ps_dot(s, s, dim) > 0.0 && ps_dot(s, w, dim) < -0.5;
-        }
+        for (int e = first; e < count && !opposed; e++)
+            opposed = held(support, rows[e], dim) && ps_dot(support + (long)rows[e] * dim, w, dim) < -0.5;
         if (opposed)
             for (int e = 0; e < count; e++) settle_inv_mass[rows[e]] = 0.0;
     }

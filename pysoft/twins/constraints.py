@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pysoft._constants import MAX_CORRECTION_SPEED
-from pysoft.twins._common import F64, I32, MIN_LENGTH, dot
+from pysoft.twins._common import F64, I32, MIN_LENGTH, dot, ranges
 
 
 def _follow(u: F64, du: F64) -> F64:
@@ -115,10 +115,8 @@ def settle_mass(
     of a body held from opposite sides, inv_mass elsewhere (constraints.c)."""
     held = dot(support[:n], support[:n], dim) > 0.0
     settle_inv_mass[:n] = np.where(held, 0.0, inv_mass[:n])
-    count = body_count[:b].astype(np.int64)
-    body = np.repeat(np.arange(b), count)  # each member entry's body, in member order
-    entry = np.arange(len(body)) - np.repeat(np.cumsum(count) - count, count)
-    rows = members[body_start[:b].astype(np.int64)[body] + entry]
+    body, flat = ranges(body_start, body_count, b)  # each member entry's body, in member order
+    rows = members[flat]
     keep = held[rows]
     body, rows = body[keep], rows[keep]
     if not len(rows):
