@@ -63,10 +63,13 @@ def _cells() -> list[tuple[str, Maker]]:
 KNOWN: dict[str, str] = {}
 
 
+def known_marks(known: dict[str, str], cell: str) -> list[pytest.MarkDecorator]:
+    """A strict xfail with its reason for a cell listed in ``known``, else no mark."""
+    return [pytest.mark.xfail(strict=True, reason=known[cell])] if cell in known else []
+
+
 def _params() -> list[object]:
-    return [pytest.param(make, id=name,
-                         marks=[pytest.mark.xfail(strict=True, reason=KNOWN[name])] if name in KNOWN else [])
-            for name, make in _cells()]
+    return [pytest.param(make, id=name, marks=known_marks(KNOWN, name)) for name, make in _cells()]
 
 
 @pytest.mark.parametrize("make", _params())

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 from test_body_contacts import inside
 from test_body_contacts import self_crossings as crossings
-from test_defaults import AREA_TOLERANCE, MODELS, REST_SPEED, REST_WINDOW, SECONDS, Maker, _cells
+from test_defaults import AREA_TOLERANCE, MODELS, REST_SPEED, REST_WINDOW, SECONDS, Maker, _cells, known_marks
 
 import pysoft
 from pysoft.shapes import signed_area
@@ -225,8 +225,7 @@ def _params() -> list[object]:
     for scenario in SCENARIOS:
         for name, make in _area_cells():
             cell = f"{scenario}-{name}"
-            marks = [pytest.mark.xfail(strict=True, reason=KNOWN[cell])] if cell in KNOWN else []
-            out.append(pytest.param(scenario, make, id=cell, marks=marks))
+            out.append(pytest.param(scenario, make, id=cell, marks=known_marks(KNOWN, cell)))
     return out
 
 
@@ -381,8 +380,8 @@ PRESSED_KNOWN: dict[str, str] = {
 
 
 def _pressed_params() -> list[object]:
-    return [pytest.param(make, id=name, marks=[pytest.mark.xfail(strict=True, reason=PRESSED_KNOWN[name])]
-                         if name in PRESSED_KNOWN else []) for name, make in _pressed_sizes()]
+    return [pytest.param(make, id=name, marks=known_marks(PRESSED_KNOWN, name))
+            for name, make in _pressed_sizes()]
 
 
 @pytest.mark.parametrize("make", _pressed_params())
