@@ -49,6 +49,7 @@ def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]
     m = 0 if n < 2 else 3 * n
     pairs = rng.integers(0, max(n, 1), (m, 2)).astype(np.int32)
     if m:
+        pairs[m // 5: m // 5 + n // 2, 0] = 0  # a hub of many springs (a wheel's): a long list
         pairs[pairs[:, 0] == pairs[:, 1], 1] = (pairs[pairs[:, 0] == pairs[:, 1], 0] + 1) % n
         # Coincident endpoints, exercised on purpose: copy a's position onto b.
         p["pos"][pairs[: m // 10, 1]] = p["pos"][pairs[: m // 10, 0]]

@@ -146,6 +146,21 @@ def test_springs_never_produce_nan_for_coincident_endpoints() -> None:
         assert np.signbit(force[0]).all() and not np.signbit(force[1]).any(), backend
 
 
+def test_a_particle_of_fewer_springs_than_its_neighbours_keeps_a_negative_zero() -> None:
+    """The twin sums every particle's k-th spring at once, padding shorter lists with -0.0
+    (x + -0.0 is x bit for bit; 0.0 would turn a -0.0 sum into 0.0): particle 0's one spring
+    has no axis (f = -0.0) and its force stays -0.0 while particle 1 adds two, on both backends."""
+    for backend in ("c", "python"):
+        force = np.full((3, 2), -0.0)
+        pos = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+        _kernels.call("springs", backend, 2, force=force, pos=pos, vel=np.zeros((3, 2)),
+                      pairs=np.array([[0, 1], [1, 2]], dtype=np.int32), rest_length=np.array([1.0, 0.5]),
+                      stiffness=np.array([100.0, 100.0]), damping=np.array([1.0, 1.0]),
+                      **spring_workspace(3, 2, 2))
+        assert np.signbit(force[0]).all() and force[0].tolist() == [0.0, 0.0], backend
+        assert force[1].tolist() == [50.0, 0.0] and force[2].tolist() == [-50.0, 0.0], backend
+
+
 @pytest.mark.parametrize("backend", ["c", "python"])
 def test_springs_rebuild_their_incidence_lists_when_the_springs_change(backend: str) -> None:
     """A bound spring kernel keeps each particle's list of springs between calls and rebuilds it

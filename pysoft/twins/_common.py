@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -10,8 +12,8 @@ from pysoft._constants import CAPSULE, INVERSION_GAIN, MIN_LENGTH, POLYTOPE
 F64 = NDArray[np.float64]
 I32 = NDArray[np.int32]
 
-__all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "dot", "dot_into",
-           "ranges", "scatter_add", "scatter_pairs", "scratch"]
+__all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "dot", "ranges",
+           "scatter_add", "scratch"]
 
 # Work arrays the twins reuse from call to call, by name. A twin's temporaries of a world's
 # size (a 10,000-particle scene's springs: half a megabyte each) allocated afresh every call
@@ -25,7 +27,7 @@ _SCRATCH: dict[str, np.ndarray] = {}
 
 def scratch(name: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
     """A work array of ``shape`` (contents undefined), reused by every call that names it."""
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     buf = _SCRATCH.get(name)
     if buf is None or buf.size < size or buf.dtype != dtype:
         buf = _SCRATCH[name] = np.empty(max(size, 2 * (buf.size if buf is not None else 0)), dtype)
@@ -37,15 +39,6 @@ def dot(a: F64, b: F64, dim: int) -> F64:
     out = np.zeros(len(a))
     for c in range(dim):
         out = out + a[:, c] * b[:, c]
-    return out
-
-
-def dot_into(out: F64, a: F64, b: F64, dim: int, work: F64) -> F64:
-    """``dot`` into ``out`` (``work``: a work array of its length), the same bits."""
-    out.fill(0.0)
-    for c in range(dim):
-        np.multiply(a[:, c], b[:, c], out=work)
-        np.add(out, work, out=out)
     return out
 
 
@@ -63,20 +56,6 @@ def scatter_add(out: F64, rows: NDArray[np.intp] | I32, vals: F64) -> None:
     """``out[rows[k]] += vals[k]`` for k in order, as the C loops add (and as
     ``np.add.at(out, rows, vals)``, bit for bit), ten times as fast: see _scatter."""
     _scatter(out, rows, [vals[:, c] for c in range(out.shape[1])])
-
-
-def scatter_pairs(out: F64, a: NDArray[np.intp] | I32, b: NDArray[np.intp] | I32, f: F64) -> None:
-    """``out[a[j]] += f[j]``, then ``out[b[j]] -= f[j]``, j in order: a spring's two ends, as
-    the C loops add them (x - y is x + (-y) bit for bit)."""
-    rows = scratch("pairs.rows", (2 * len(a),), np.intp)
-    rows[0::2], rows[1::2] = a, b
-    columns = []
-    for c in range(out.shape[1]):
-        column = scratch(f"pairs.column{c}", (2 * len(a),))
-        column[0::2] = f[:, c]
-        np.negative(f[:, c], out=column[1::2])
-        columns.append(column)
-    _scatter(out, rows, columns)
 
 
 def _counting(n: int) -> NDArray[np.intp]:
