@@ -245,18 +245,23 @@ def _still_planes(kind: I32, center: F64, rotation: F64, velocity: F64, angular_
                   face_start: I32, face_count: I32, face_normal: F64, face_offset: F64, k: int,
                   dim: int) -> Planes | None:
     """When every collider is a still plane (a floor, walls; at most 8, as C takes them), each
-    one's world normal and offset, computed as C computes them; else None."""
-    if k > 8 or not all(kind[j] == POLYTOPE and face_count[j] == 1 and not velocity[j].any()
-                        and not angular_velocity[j].any() for j in range(k)):
+    one's world normal and offset, computed as C computes them (in Python floats: the same
+    IEEE operations, one at a time); else None."""
+    if k > 8 or not ((kind[:k] == POLYTOPE).all() and (face_count[:k] == 1).all()
+                     and not velocity[:k].any() and not angular_velocity[:k].any()):
         return None
     planes = []
     for j in range(k):
-        nl, ol, c = face_normal[face_start[j]], float(face_offset[face_start[j]]), center[j]
-        pw = _to_world(nl[None, :], rotation[j], dim)[0]
-        s = 0.0
+        f = int(face_start[j])
+        nl, R, c = face_normal[f].tolist(), rotation[j].tolist(), center[j].tolist()
+        pw, s = [], 0.0
         for a in range(dim):
-            s = s + float(pw[a]) * float(c[a])
-        planes.append((pw, ol + s))
+            t = 0.0
+            for b in range(dim):
+                t = t + R[a][b] * nl[b]
+            pw.append(t)
+            s = s + t * c[a]
+        planes.append((np.array(pw), float(face_offset[f]) + s))
     return planes
 
 
@@ -276,6 +281,11 @@ def _plane_deepest(idx: np.ndarray, pos: F64, radius: F64, planes: Planes,
     """C's plane_deepest(): each particle's deepest still plane, in the world frame (a plane's
     contact is at depth r - (n . x - o) along n when that is positive)."""
     x, r = pos[idx], radius[idx]
+    if len(planes) == 1:  # a floor: the loop below, once
+        pw, o = planes[0]
+        depth = r - (_vdot(pw, x, dim) - o)
+        found = depth > 0.0
+        return np.where(found, depth, 0.0), np.where(found, 0, -1), np.where(found[:, None], pw, 0.0)
     best, best_j, best_n = np.zeros(len(idx)), np.full(len(idx), -1), np.zeros((len(idx), dim))
     for j, (pw, o) in enumerate(planes):
         depth = r - (_vdot(pw, x, dim) - o)
@@ -289,9 +299,8 @@ def _plane_deepest(idx: np.ndarray, pos: F64, radius: F64, planes: Planes,
 def _plane_start_depth(p0: F64, r: F64, j: np.ndarray, planes: Planes, dim: int) -> F64:
     """C's plane_start_depth(): how deep each start lies inside its plane j grown by r."""
     out = np.zeros(len(j))
-    for jj in np.unique(j):
-        sel = np.flatnonzero(j == jj)
-        pw, o = planes[int(jj)]
+    for jj, (pw, o) in enumerate(planes):
+        sel = np.flatnonzero(j == jj) if len(planes) > 1 else slice(None)
         s0 = _vdot(pw, p0[sel], dim) - o
         out[sel] = np.where(s0 < r[sel], r[sel] - s0, 0.0)
     return out
@@ -349,6 +358,8 @@ def collide(
         best, best_j, best_n = find(active)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        if not len(active):
+            break
         best = push(best, active, j_)
         contacts += len(active)
         x = pos[active] + best[:, None] * nrm
@@ -393,6 +404,8 @@ def collide(
         best, best_j, best_n = find(active)
         found = best_j >= 0
         active, best, j_, nrm = active[found], best[found], best_j[found], best_n[found]
+        if not len(active):
+            break
         best = push(best, active, j_)
         x = pos[active] + best[:, None] * nrm
         pos[active] = x
