@@ -139,8 +139,8 @@ class Frame:
         if self.counted:  # and the frame's one foreign call as itself
             self.counted[0].counter["run_frame"] += 1
         pipeline.substep = substeps - 1
-        for k in range(len(elapsed)):
-            elapsed[k] += seconds[k]
+        for k, t in enumerate(self.ffi.unpack(seconds, len(elapsed))):
+            elapsed[k] += t
         return True
 
 

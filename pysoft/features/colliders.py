@@ -206,11 +206,13 @@ class _CollideTerm:
         """What a frame's first substep does before the sweep: ``keep = exp(-damping h)``
         (again only if h or a damping changed), and whether any collider moves."""
         C = self.C
-        damping = C.view("tangential_damping")
-        if (h, damping.tobytes()) != self._keep_for:
-            np.exp(-h * damping, out=C.view("keep"))
-            self._keep_for = (h, damping.tobytes())
-        v, w = C.view("velocity"), C.view("angular_velocity")
+        n, a = C.n, C.arrays  # (the live rows, without Table.view's call)
+        damping = a["tangential_damping"][:n]
+        key = (h, damping.tobytes())
+        if key != self._keep_for:
+            np.exp(-h * damping, out=a["keep"][:n])
+            self._keep_for = key
+        v, w = a["velocity"][:n], a["angular_velocity"][:n]
         raw = v.tobytes() + w.tobytes()  # all zero bytes: still, without asking NumPy
         self.moving = raw.count(0) != len(raw) and bool(v.any() or w.any())
 
