@@ -371,7 +371,9 @@ def _pressed_sizes() -> list[tuple[str, Maker]]:
 # members all movable in the settle (boxes at 30-41 m/s). With the squeezed body left alone by
 # the settle, as now: its velocities not following the first solve's corrections either (3
 # of 27 failed); a correction's velocity cap of 1 m/s instead of 3 (4 of 27); the first
-# solve's velocity change kept to 3 or 6 m/s per particle (bodies still moving at 0.2-40 m/s).
+# solve's velocity change kept to 3 or 6 m/s per particle (bodies still moving at 0.2-40 m/s);
+# an inverted triangle's area correction given no velocity at all (4 more of 27 failed; this
+# one still did).
 PRESSED_KNOWN: dict[str, str] = {
     "disc 0.3/12": "thrown at 5.2 m/s as the plate lifts (the conflict its constraints held "
                    "while pressed is corrected at once, and velocity follows), it rolls 15 m and "
