@@ -43,7 +43,7 @@ def add_boxes(world: World, origins: np.ndarray, cells: int = BOX_CELLS,
     local = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
     positions = (origins[:, None, :] + local[None, :, :]).reshape(-1, 2)
     entities = np.asarray(world.add_particles(positions, masses=mass), dtype=np.int64)
-    local_pairs = grid_pairs(cells, cells)
+    local_pairs = grid_pairs(cells, cells, by_particle=True)  # (the yardstick's order)
     offsets = np.arange(len(origins)) * cells * cells
     pairs = (local_pairs[None, :, :] + offsets[:, None, None]).reshape(-1, 2)
     world.add_springs(entities[pairs], stiffness=stiffness, damping=damping)
