@@ -99,3 +99,18 @@ def test_the_floor_figure_times_the_collide_pass_of_the_resting_scene() -> None:
     r = bench.bench_floor(1000, rounds=1)
     assert r["particles"] == 1000 and r["resting"] == 100
     assert r["stage_ns"] > 0.0
+
+
+def test_the_canonical_scene_lists_its_springs_particle_by_particle() -> None:
+    """The yardstick's scene lists a box's springs particle by particle (row-major): each
+    one's spring to the right, up, diagonally up-right, then its cell's other diagonal; the
+    canonical scene lists them so (in the order by kind its 100k step took 1.80 ms where the
+    yardstick's world took 1.53). The same springs as build.grid_pairs' order by kind."""
+    want = [(0, 1), (0, 3), (0, 4), (1, 3), (1, 2), (1, 4), (1, 5), (2, 4), (2, 5),
+            (3, 4), (3, 6), (3, 7), (4, 6), (4, 5), (4, 7), (4, 8), (5, 7), (5, 8), (6, 7), (7, 8)]
+    got = pysoft.build.grid_pairs(3, 3, by_particle=True)
+    assert [tuple(p) for p in got.tolist()] == want
+    assert sorted(want) == sorted(tuple(p) for p in pysoft.build.grid_pairs(3, 3).tolist())
+    world = scenes.boxes(100)  # one box of 10 x 10
+    pairs = world.store.springs.view("pairs")
+    assert np.array_equal(pairs, pysoft.build.grid_pairs(10, 10, by_particle=True))
