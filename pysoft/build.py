@@ -53,6 +53,12 @@ MAX_BODY_SPRINGS = 1_000_000  # springs any builder makes (a blob joins every pa
 MIN_SPACING = 1e-6  # m: the closest two particles a builder places (its springs need a direction)
 
 
+# _GRID_ORDER: box and cloth list a spring grid particle by particle (a 301 x 301 spring
+# cloth stepped 11 % faster than with its springs by kind: a particle's springs lie near
+# each other) but keep the order by kind for XPBD constraints, whose order is the solve's
+# (a pressed 0.7 x 0.8 m XPBD box in the other order stayed crushed, 0.77 of its area).
+
+
 def grid_pairs(nx: int, ny: int, by_particle: bool = False) -> np.ndarray:
     """Spring index pairs of an nx-by-ny particle grid (row-major, x fastest).
 
@@ -339,7 +345,7 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
     bends = [np.stack([idx[:, :-2].ravel(), idx[:, 2:].ravel()], 1),  # skip one along rows
              np.stack([idx[:-2, :].ravel(), idx[2:, :].ravel()], 1)]  # and along columns
-    grid = grid_pairs(nx, ny)
+    grid = grid_pairs(nx, ny, by_particle="xpbd" not in models)  # (see _GRID_ORDER)
     pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
     entities = _add(world, pos, m, particle_radius, "center, size", pairs)
     if amount is None:
@@ -613,7 +619,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     pos = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2) + c
     pinned = np.zeros(nx * ny, dtype=bool)
     pinned[pinned_rows] = True
-    pairs = grid_pairs(nx, ny)
+    pairs = grid_pairs(nx, ny, by_particle=model == "springs")  # (see _GRID_ORDER)
     entities = _add(world, pos, m, particle_radius, "center, size", pairs, pinned)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
     return _finish(world, entities, outline, pairs, {model}, k, d, None, (0.0, 0.0),
