@@ -206,13 +206,12 @@ class _CollideTerm:
         """What a frame's first substep does before the sweep: ``keep = exp(-damping h)``
         (again only if h or a damping changed), and whether any collider moves."""
         C = self.C
-        n, a = C.n, C.arrays  # (the live rows, without Table.view's call)
-        damping = a["tangential_damping"][:n]
+        damping = C.view("tangential_damping")
         key = (h, damping.tobytes())
         if key != self._keep_for:
-            np.exp(-h * damping, out=a["keep"][:n])
+            np.exp(-h * damping, out=C.view("keep"))
             self._keep_for = key
-        v, w = a["velocity"][:n], a["angular_velocity"][:n]
+        v, w = C.view("velocity"), C.view("angular_velocity")
         raw = v.tobytes() + w.tobytes()  # all zero bytes: still, without asking NumPy
         self.moving = raw.count(0) != len(raw) and bool(v.any() or w.any())
 

@@ -245,23 +245,18 @@ def _still_planes(kind: I32, center: F64, rotation: F64, velocity: F64, angular_
                   face_start: I32, face_count: I32, face_normal: F64, face_offset: F64, k: int,
                   dim: int) -> Planes | None:
     """When every collider is a still plane (a floor, walls; at most 8, as C takes them), each
-    one's world normal and offset, computed as C computes them (in Python floats: the same
-    IEEE operations, one at a time); else None."""
+    one's world normal and offset, computed as C computes them; else None."""
     if k > 8 or not ((kind[:k] == POLYTOPE).all() and (face_count[:k] == 1).all()
                      and not velocity[:k].any() and not angular_velocity[:k].any()):
         return None
     planes = []
     for j in range(k):
-        f = int(face_start[j])
-        nl, R, c = face_normal[f].tolist(), rotation[j].tolist(), center[j].tolist()
-        pw, s = [], 0.0
+        nl, ol, c = face_normal[face_start[j]], float(face_offset[face_start[j]]), center[j]
+        pw = _to_world(nl[None, :], rotation[j], dim)[0]
+        s = 0.0
         for a in range(dim):
-            t = 0.0
-            for b in range(dim):
-                t = t + R[a][b] * nl[b]
-            pw.append(t)
-            s = s + t * c[a]
-        planes.append((np.array(pw), float(face_offset[f]) + s))
+            s = s + float(pw[a]) * float(c[a])
+        planes.append((pw, ol + s))
     return planes
 
 
@@ -281,11 +276,6 @@ def _plane_deepest(idx: np.ndarray, pos: F64, radius: F64, planes: Planes,
     """C's plane_deepest(): each particle's deepest still plane, in the world frame (a plane's
     contact is at depth r - (n . x - o) along n when that is positive)."""
     x, r = pos[idx], radius[idx]
-    if len(planes) == 1:  # a floor: the loop below, once
-        pw, o = planes[0]
-        depth = r - (_vdot(pw, x, dim) - o)
-        found = depth > 0.0
-        return np.where(found, depth, 0.0), np.where(found, 0, -1), np.where(found[:, None], pw, 0.0)
     best, best_j, best_n = np.zeros(len(idx)), np.full(len(idx), -1), np.zeros((len(idx), dim))
     for j, (pw, o) in enumerate(planes):
         depth = r - (_vdot(pw, x, dim) - o)

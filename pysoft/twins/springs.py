@@ -36,7 +36,7 @@ class _Lists(NamedTuple):
 _BUILT: dict[int, tuple[weakref.ref[I32], _Lists]] = {}
 
 
-def _lists(pairs: I32, spring_end: I32, incidence: I32, state: I32, m: int, n: int) -> _Lists:
+def _lists(pairs: I32, state: I32, m: int, n: int) -> _Lists:
     """The lists for these springs: kept from the last call while ``state`` says the springs
     have not changed (as the C kernel keeps its own), else built afresh."""
     have = _BUILT.get(id(state))
@@ -46,7 +46,6 @@ def _lists(pairs: I32, spring_end: I32, incidence: I32, state: I32, m: int, n: i
     order = np.argsort(ends, kind="stable")  # each particle's entries, in spring order
     count = np.bincount(ends, minlength=n)
     end = np.cumsum(count)
-    spring_end[:n], incidence.reshape(-1)[:2 * m] = end, order  # the C kernel's lists, too
     state[:] = 1, m, n
     source = np.where(order % 2 == 0, order // 2, m + order // 2)  # entry e adds row e // 2 or m + e // 2
     first = end - count
@@ -74,10 +73,11 @@ def springs(
     """Add damped spring forces; spring j adds ``+f`` to ``a`` then ``-f`` to ``b``, a spring
     too short to have an axis ``f = -0.0``. Each particle adds its springs' forces in spring
     order, starting from its force as it was (the C kernel's pass 2): level k of the lists
-    adds every particle's k-th. (``spring_force`` and the threads are not needed here.)"""
+    adds every particle's k-th. (The C kernel's workspace, ``spring_end``, ``incidence`` and
+    ``spring_force``, and the threads are not needed here: the lists are kept in _BUILT.)"""
     if not m:
         return
-    lists = _lists(pairs, spring_end, incidence, incidence_state, m, n)
+    lists = _lists(pairs, incidence_state, m, n)
     a, b = lists.a, lists.b
     # d = x_b - x_a, then u = d / |d|, and w = v_b - v_a (mode "clip": the rows are valid,
     # and np.take writes into ``out`` directly only so)
