@@ -7,7 +7,8 @@ A :class:`Pipeline` holds the terms the features contributed, per stage:
 2. ``integrator``  -- :class:`IntegratorTerm`: the world's integrator (Verlet
                       and RK4 evaluate the force terms again at other states);
 3. ``constraints`` -- :class:`SubstepTerm`: XPBD distance, then volume;
-4. ``collide``     -- :class:`SubstepTerm`: particles against colliders, then
+4. ``collide``     -- :class:`SubstepTerm`: tangled XPBD bodies put back at
+                      their rest shape (2D), particles against colliders, then
                       outline edges against colliders (2D), then bodies
                       against bodies;
 5. ``finish``      -- :class:`SubstepTerm`: the instability scan.

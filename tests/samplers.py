@@ -352,6 +352,37 @@ def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
             "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
 
 
+def sample_untangle(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Bodies (rows may be shared, some empty) with owners partly out of range (-2, -1, b);
+    triangles of one body's members, owned by it (about half inverted against their rest
+    area, some of rest area 0), and of random rows; supports as in sample_settle_mass, so
+    some tangled bodies are held from opposite sides and left alone. In 3D it does nothing."""
+    settle = sample_settle_mass(rng, n, dim)
+    p = particles(rng, n, dim)
+    rows, starts, counts = settle["members"], settle["body_start"], settle["body_count"]
+    nb = len(counts)
+    owner = rng.integers(-2, nb + 1, n).astype(np.int32)
+    m = 0 if n < dim + 1 else 2 * n
+    simplices = np.array([rng.choice(n, dim + 1, replace=False) for _ in range(m)],
+                         dtype=np.int32).reshape(m, dim + 1)
+    bodies3 = [j for j in range(nb) if len(set(rows[starts[j]:starts[j] + counts[j]].tolist())) >= dim + 1]
+    for t in range(0, m, 2):  # every other triangle one body's
+        if bodies3:
+            j = bodies3[int(rng.integers(len(bodies3)))]
+            own = np.unique(rows[starts[j]:starts[j] + counts[j]])
+            simplices[t] = rng.choice(own, dim + 1, replace=False)
+            owner[simplices[t]] = j
+    rest = _simplex(p["pos"], simplices, dim)[0] * rng.uniform(0.5, 1.5, m) * rng.choice([-1.0, 1.0], m)
+    rest[rng.random(m) < 0.1] = 0.0
+    shape = rng.normal(0.0, 0.5, (len(rows), dim))
+    if nb:
+        shape[starts[0] : starts[0] + counts[0]] = 0.0  # a degenerate rest shape: no rotation
+    return {"pos": p["pos"], "vel": p["vel"], "tangled": rng.integers(-5, 5, nb).astype(np.int32),
+            "inv_mass": p["inv_mass"], "support": settle["support"], "owner": owner,
+            "simplices": simplices, "rest_volume": rest, "members": rows, "rest": shape,
+            "body_start": starts, "body_count": counts}
+
+
 def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
     if n > 4:
@@ -534,6 +565,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_distance": sample_xpbd_distance,
     "xpbd_volume": sample_xpbd_volume,
     "settle_mass": sample_settle_mass,
+    "untangle": sample_untangle,
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
     "clamp_speeds": sample_clamp_speeds,

@@ -374,11 +374,8 @@ def _pressed_sizes() -> list[tuple[str, Maker]]:
 # solve's velocity change kept to 3 or 6 m/s per particle (bodies still moving at 0.2-40 m/s);
 # an inverted triangle's area correction given no velocity at all (4 more of 27 failed; this
 # one still did).
-PRESSED_KNOWN: dict[str, str] = {
-    "disc 0.3/12": "thrown at 5.2 m/s as the plate lifts (the conflict its constraints held "
-                   "while pressed is corrected at once, and velocity follows), it rolls 15 m and "
-                   "still rocks at up to 0.26 m/s over the last 0.5 s (0.02 m/s at 9.5 s)",
-}
+PRESSED_KNOWN: dict[str, str] = {}  # none since the untangle pass (disc 0.3/12 was thrown at
+# 5.2 m/s as the plate lifted, rolled 15 m and still rocked at 0.26 m/s 10 s after the release)
 
 
 def _pressed_params() -> list[object]:

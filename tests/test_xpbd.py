@@ -296,3 +296,97 @@ def test_the_settle_leaves_a_body_held_from_opposite_sides_alone(
     rows = np.arange(6)
     body = np.where((rows >= 1) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
     assert out.tolist() == [*body.tolist(), inv_mass[6], 0.0]
+
+
+
+def _tangled_hexagon(turn: float, tangled: bool = True) -> dict[str, np.ndarray]:
+    """A hexagon body (rows 0-5 round a centre, row 6) of six triangles about the centre, its
+    rest shape turned by ``turn`` and moved to (2, 1), moving rigidly (1, -0.5) m/s + 0.7 rad/s,
+    its centre moving on its own (3, -2) m/s faster; if ``tangled``, the centre pushed out
+    through the ring's edge 0-1, which turns that edge's triangle inside out. Row 7 is no
+    member; its triangle (0, 1, 7), listed last, is counter-clockwise now."""
+    angles = np.arange(6) * np.pi / 3.0
+    rest = np.vstack([np.stack([np.cos(angles), np.sin(angles)], axis=1) * 0.3, [0.0, 0.0]])
+    rest -= rest.mean(axis=0)
+    c, s = np.cos(turn), np.sin(turn)
+    r = rest @ np.array([[c, s], [-s, c]])
+    pos = np.vstack([np.array([2.0, 1.0]) + r, [2.0, 1.0]])
+    pos[7] = pos[:2].mean(axis=0) + 0.5 * (pos[:2].mean(axis=0) - pos[6])  # outside edge 0-1
+    vel = np.vstack([np.array([1.0, -0.5]) + 0.7 * np.stack([-r[:, 1], r[:, 0]], axis=1), [0.0, 0.0]])
+    vel[6] += (3.0, -2.0)
+    if tangled:
+        pos[6] = pos[:2].mean(axis=0) + 0.3 * (pos[:2].mean(axis=0) - pos[6])
+    tris = np.array([[6, k, (k + 1) % 6] for k in range(6)] + [[0, 1, 7]], dtype=np.int32)
+    return {"pos": pos, "vel": vel, "rest": rest, "tris": tris}
+
+
+def _untangle(backend: str, h: dict[str, np.ndarray], support: np.ndarray,
+              rest_volume: np.ndarray, owner_of_7: int = -1) -> list[int]:
+    """The untangle kernel on _tangled_hexagon's body (in place); which bodies it put back."""
+    from pysoft import _kernels
+    tangled = np.full(1, -1, dtype=np.int32)
+    _kernels.Bound("untangle", backend, pos=h["pos"], vel=h["vel"], tangled=tangled,
+                   inv_mass=np.ones(8), support=support,
+                   owner=np.array([0] * 7 + [owner_of_7], dtype=np.int32), simplices=h["tris"],
+                   rest_volume=rest_volume, members=np.arange(7, dtype=np.int32), rest=h["rest"],
+                   body_start=np.array([0], dtype=np.int32),
+                   body_count=np.array([7], dtype=np.int32)).call(8, 7, 1, 2)
+    return tangled.tolist()
+
+
+def _areas(h: dict[str, np.ndarray]) -> np.ndarray:
+    from pysoft.twins.constraints import _simplex
+    return np.asarray(_simplex(h["pos"], h["tris"], 2)[0])
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_tangled_body_is_put_back_at_its_rest_shape(backend: str) -> None:
+    """untangle: a body with one of its own area triangles inside out gets its rest shape,
+    turned by the best-fit rotation (the members' least-squares fit: here within 0.2 rad of
+    the 0.6 rad it was built at), about its members' mean (kept), every triangle the right
+    way round; its members move as a rigid body with their mean velocity (kept) and the
+    best-fit spin. Row 7 (no member) is not moved."""
+    h = _tangled_hexagon(0.6)
+    rest_volume = np.abs(_areas(_tangled_hexagon(0.6, tangled=False)))
+    assert (_areas(h)[:6] < 0.0).sum() == 1
+    mean, mean_v, row7 = h["pos"][:7].mean(axis=0), h["vel"][:7].mean(axis=0), h["pos"][7].copy()
+    assert _untangle(backend, h, np.zeros((8, 2)), rest_volume) == [1]
+    pos, vel, rest = h["pos"], h["vel"], h["rest"]
+    assert np.allclose(pos[:7].mean(axis=0), mean, atol=1e-12)
+    d = pos[:7] - pos[:7].mean(axis=0)
+    turn = np.arctan2(d[0, 1], d[0, 0]) - np.arctan2(rest[0, 1], rest[0, 0])
+    assert abs(turn - 0.6) < 0.2
+    c, s = np.cos(turn), np.sin(turn)
+    assert np.allclose(d, rest @ np.array([[c, s], [-s, c]]), atol=1e-12)  # the rest shape, turned
+    assert pos[7].tolist() == row7.tolist()
+    assert (_areas(h)[:6] > 0.0).all()
+    assert np.allclose(vel[:7].mean(axis=0), mean_v, atol=1e-12)
+    spin = vel[:7] - mean_v
+    assert np.allclose((spin * d).sum(axis=1), 0.0, atol=1e-12)  # rigid: no member moves along d
+    w = (d[:6, 0] * spin[:6, 1] - d[:6, 1] * spin[:6, 0]) / (d[:6] * d[:6]).sum(axis=1)  # 6: the centre
+    assert np.allclose(w, w[0], atol=1e-12) and w[0] != 0.0 and np.allclose(spin[6], 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize(("case", "owner_of_7"), [("not its own", -1), ("owner out of range", 1),
+                                                  ("pressed", -1)])
+def test_untangle_leaves_alone(backend: str, case: str, owner_of_7: int) -> None:
+    """untangle moves nothing when no triangle of the body's own is inside out: row 7's
+    triangle (0, 1, 7) is, against its rest area, but row 7 belongs to no body (owner -1) or
+    to none in range; or when the body is held from opposite sides (a plate pressing it onto
+    the floor: its rest shape does not fit there). The controls: with row 7 the body's own
+    (owner 0) that triangle puts the body back; not pressed, the tangled body is put back."""
+    h = _tangled_hexagon(0.6, tangled=case == "pressed")
+    rest_volume = np.abs(_areas(_tangled_hexagon(0.6, tangled=False)))
+    support = np.zeros((8, 2))
+    if case == "pressed":
+        support[1], support[4] = (0.0, 1.0), (0.0, -1.0)
+    else:
+        rest_volume[6] = -_areas(h)[6]  # row 7's triangle: inside out
+    before = (h["pos"].tobytes(), h["vel"].tobytes())
+    assert _untangle(backend, h, support, rest_volume, owner_of_7) == [0]
+    assert (h["pos"].tobytes(), h["vel"].tobytes()) == before
+    if case != "pressed":  # the control: the triangle with row 7 the body's own
+        assert _untangle(backend, h, support, rest_volume, 0) == [1]
+    else:  # and not pressed
+        assert _untangle(backend, h, np.zeros((8, 2)), rest_volume, owner_of_7) == [1]

@@ -51,6 +51,20 @@
  * or w opposes it, and w is one end of that arc: an opposed pair is found exactly when
  * there is one.
  *
+ * The untangle pass (2D, at the start of the collide stage, ps_untangle): a body with an area
+ * constraint of its own inside out (all three corners owned by it, `owner`; its signed area
+ * of the other sign than its rest area) and not held from opposite sides (the test above, on
+ * the last substep's supports) gets its rest shape: for its members x_i with rest offsets
+ * q_i (mean 0),
+ *     c = mean x_i, u = mean v_i, r_i = x_i - c
+ *     D = sum q_i . r_i, S = sum q_i x r_i, cos = D / L, sin = S / L, L = sqrt(D^2 + S^2)
+ *         (the best-fit rotation R, shape matching's, bodies.c; L = 0 gives R = I)
+ *     w = sum r_i x (v_i - u) / sum |r_i|^2   (the best-fit spin)
+ *     x_i = c + R q_i,   v_i = u + w z x (R q_i)     (movable members only)
+ * Its conflicting constraints would otherwise move its members one way in a substep's
+ * solve and the other in the next, with velocity following. `tangled` reports the bodies
+ * put back (1) and is 0 for the others. Sums over members in member order.
+ *
  * The x86-64-v3 build solves a 2D batch's distance constraints
  * four at a time (AVX2), with the scalar solve's operations in its order, so the same
  * bits (the pinned hashes hold on both builds): one constraint's square root and chain
@@ -292,6 +306,25 @@ PS_INLINE int held(const double *support, long i, int dim)
     return ps_dot(s, s, dim) > 0.0;
 }
 
+/* Whether the body of members rows[0 .. count) is held from opposite sides: two of its held
+ * members' supports more than 120 degrees apart (the test in the header comment). */
+PS_INLINE int opposed(const double *support, const int32_t *rows, int count, int dim)
+{
+    int first = 0;
+    while (first < count && !held(support, rows[first], dim)) first++;
+    if (first == count) return 0;
+    const double *u = support + (long)rows[first] * dim, *w = u;
+    double least = ps_dot(u, u, dim);
+    for (int e = first + 1; e < count; e++) {
+        const double *s = support + (long)rows[e] * dim;
+        double a = ps_dot(s, u, dim);
+        if (held(support, rows[e], dim) && a < least) { least = a; w = s; }
+    }
+    for (int e = first; e < count; e++)
+        if (held(support, rows[e], dim) && ps_dot(support + (long)rows[e] * dim, w, dim) < -0.5) return 1;
+    return 0;
+}
+
 void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim)
@@ -299,20 +332,70 @@ void ps_settle_mass(double *settle_inv_mass, const double *support, const double
     for (int i = 0; i < n; i++) settle_inv_mass[i] = held(support, i, dim) ? 0.0 : inv_mass[i];
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
-        int count = body_count[j], first = 0;
-        while (first < count && !held(support, rows[first], dim)) first++;
-        if (first == count) continue;
-        const double *u = support + (long)rows[first] * dim, *w = u;
-        double least = ps_dot(u, u, dim);
-        for (int e = first + 1; e < count; e++) {
-            const double *s = support + (long)rows[e] * dim;
-            double a = ps_dot(s, u, dim);
-            if (held(support, rows[e], dim) && a < least) { least = a; w = s; }
+        if (opposed(support, rows, body_count[j], dim))
+            for (int e = 0; e < body_count[j]; e++) settle_inv_mass[rows[e]] = 0.0;
+    }
+}
+
+void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass, const double *support,
+                 const int32_t *owner, const int32_t *simplices, const double *rest_volume,
+                 const int32_t *members, const double *rest, const int32_t *body_start,
+                 const int32_t *body_count, int n, int m, int b, int dim)
+{
+    (void)n;
+    if (dim != 2) return;
+    for (int j = 0; j < b; j++) tangled[j] = 0;
+    for (int j = 0; j < m; j++) {
+        const int32_t *t = simplices + 3L * j;
+        int32_t o = owner[t[0]];
+        if (o < 0 || o >= b || owner[t[1]] != o || owner[t[2]] != o) continue;
+        const double *a = pos + 2L * t[0], *p = pos + 2L * t[1], *c = pos + 2L * t[2];
+        double twice = (p[0] - a[0]) * (c[1] - a[1]) - (p[1] - a[1]) * (c[0] - a[0]);
+        if (rest_volume[j] > 0.0 ? twice < 0.0 : rest_volume[j] < 0.0 && twice > 0.0) tangled[o] = 1;
+    }
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        const double *q = rest + 2L * body_start[j];
+        int count = body_count[j];
+        if (!tangled[j] || count == 0 || opposed(support, rows, count, 2)) {
+            tangled[j] = 0;
+            continue;
         }
-        int opposed = 0;
-        for (int e = first; e < count && !opposed; e++)
-            opposed = held(support, rows[e], dim) && ps_dot(support + (long)rows[e] * dim, w, dim) < -0.5;
-        if (opposed)
-            for (int e = 0; e < count; e++) settle_inv_mass[rows[e]] = 0.0;
+        double cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
+        for (int e = 0; e < count; e++) {
+            const double *x = pos + 2L * rows[e], *v = vel + 2L * rows[e];
+            cx = cx + x[0];
+            cy = cy + x[1];
+            ux = ux + v[0];
+            uy = uy + v[1];
+        }
+        cx = cx / count;
+        cy = cy / count;
+        ux = ux / count;
+        uy = uy / count;
+        double D = 0.0, S = 0.0, L = 0.0, rr = 0.0;
+        for (int e = 0; e < count; e++) {
+            const double *x = pos + 2L * rows[e], *v = vel + 2L * rows[e];
+            double rx = x[0] - cx, ry = x[1] - cy;
+            D = D + (q[2 * e] * rx + q[2 * e + 1] * ry);
+            S = S + (q[2 * e] * ry - q[2 * e + 1] * rx);
+            L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
+            rr = rr + (rx * rx + ry * ry);
+        }
+        double len = sqrt(D * D + S * S), co = 1.0, si = 0.0;
+        if (len > 0.0) {
+            co = D / len;
+            si = S / len;
+        }
+        double w = rr > 0.0 ? L / rr : 0.0;
+        for (int e = 0; e < count; e++) {
+            long i = rows[e];
+            if (inv_mass[i] == 0.0) continue;
+            double gx = co * q[2 * e] - si * q[2 * e + 1], gy = si * q[2 * e] + co * q[2 * e + 1];
+            pos[2 * i] = cx + gx;
+            pos[2 * i + 1] = cy + gy;
+            vel[2 * i] = ux + -w * gy;
+            vel[2 * i + 1] = uy + w * gx;
+        }
     }
 }

@@ -335,6 +335,7 @@ class Bodies(Feature):
             "category": Field((), np.int32, 1), "mask": Field((), np.int32, -1),
             "friction": Field((), np.float64, 0.5), "restitution": f64, "rolling_resistance": f64,
             "rolled": f64,  # workspace of the rolling resistance: this frame's contact impulses so far
+            "tangled": i32,  # the untangle pass's: 1 for a body it put back at its rest shape
             "entity": Field((), np.int64, -1),
         }, MAX_BODIES)
         particle = Field((), np.int64, -1)  # the member's particle entity

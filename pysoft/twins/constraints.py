@@ -107,6 +107,25 @@ def xpbd_volume(
             vel[rows] = vel[rows] + dx * inv_h * f
 
 
+def _opposed(support: F64, members: I32, body_start: I32, body_count: I32, n: int, b: int,
+             dim: int) -> F64:
+    """The bodies (indices, increasing) held from opposite sides: two of their held members'
+    supports more than 120 degrees apart (constraints.c's test)."""
+    held = dot(support[:n], support[:n], dim) > 0.0
+    body, flat = ranges(body_start, body_count, b)  # each member entry's body, in member order
+    rows = members[flat]
+    keep = held[rows]
+    body, rows = body[keep], rows[keep]
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    s = support[rows]
+    start = np.flatnonzero(np.r_[True, body[1:] != body[:-1]])  # each body's first held member
+    group = np.cumsum(np.r_[0, body[1:] != body[:-1]])
+    align = dot(s, s[start][group], dim)
+    w = s[np.lexsort((align, group))[start]]  # the least aligned with the first (first of equals)
+    return np.unique(body[dot(s, w[group], dim) < -0.5])
+
+
 def settle_mass(
     settle_inv_mass: F64, support: F64, inv_mass: F64, members: I32, body_start: I32,
     body_count: I32, n: int, b: int, dim: int,
@@ -115,17 +134,53 @@ def settle_mass(
     of a body held from opposite sides, inv_mass elsewhere (constraints.c)."""
     held = dot(support[:n], support[:n], dim) > 0.0
     settle_inv_mass[:n] = np.where(held, 0.0, inv_mass[:n])
-    body, flat = ranges(body_start, body_count, b)  # each member entry's body, in member order
-    rows = members[flat]
-    keep = held[rows]
-    body, rows = body[keep], rows[keep]
-    if not len(rows):
-        return
-    s = support[rows]
-    start = np.flatnonzero(np.r_[True, body[1:] != body[:-1]])  # each body's first held member
-    group = np.cumsum(np.r_[0, body[1:] != body[:-1]])
-    align = dot(s, s[start][group], dim)
-    w = s[np.lexsort((align, group))[start]]  # the least aligned with the first (first of equals)
-    opposed = np.unique(body[dot(s, w[group], dim) < -0.5])
-    for j in opposed.tolist():
+    for j in _opposed(support, members, body_start, body_count, n, b, dim).tolist():
         settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
+
+
+def _sum(values: F64) -> float:
+    """values[0] + values[1] + ... from 0.0, left to right (the C loop's order)."""
+    out = np.zeros(1)
+    np.add.at(out, np.zeros(len(values), np.intp), values)
+    return float(out[0])
+
+
+def untangle(
+    pos: F64, vel: F64, tangled: I32, inv_mass: F64, support: F64, owner: I32, simplices: I32,
+    rest_volume: F64, members: I32, rest: F64, body_start: I32, body_count: I32, n: int, m: int,
+    b: int, dim: int,
+) -> None:
+    """Each body with an inverted area constraint of its own members (all three owned by it),
+    unless held from opposite sides: its movable members put at its rest shape, best-fit
+    rotated about their mean, moving with the members' mean velocity and best-fit spin
+    (constraints.c)."""
+    if dim != 2:
+        return
+    tangled[:b] = 0
+    t = simplices[:m]
+    o = owner[t[:, 0]]
+    own = (o >= 0) & (o < b) & (owner[t[:, 1]] == o) & (owner[t[:, 2]] == o)
+    a, p, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
+    twice = (p[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (p[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    r = rest_volume[:m]
+    tangled[np.unique(o[own & np.where(r > 0.0, twice < 0.0, (r < 0.0) & (twice > 0.0))])] = 1
+    if not tangled[:b].any():
+        return
+    tangled[_opposed(support, members, body_start, body_count, n, b, 2)] = 0
+    tangled[:b] = tangled[:b] * (body_count[:b] > 0)
+    for j in np.flatnonzero(tangled[:b]).tolist():
+        rows = members[body_start[j] : body_start[j] + body_count[j]]
+        q = rest[body_start[j] : body_start[j] + body_count[j]]
+        x, v, count = pos[rows], vel[rows], len(rows)
+        cx, cy = _sum(x[:, 0]) / count, _sum(x[:, 1]) / count
+        ux, uy = _sum(v[:, 0]) / count, _sum(v[:, 1]) / count
+        rx, ry = x[:, 0] - cx, x[:, 1] - cy
+        D, S = _sum(q[:, 0] * rx + q[:, 1] * ry), _sum(q[:, 0] * ry - q[:, 1] * rx)
+        L, rr = _sum(rx * (v[:, 1] - uy) - ry * (v[:, 0] - ux)), _sum(rx * rx + ry * ry)
+        length = np.sqrt(D * D + S * S)
+        co, si = (D / length, S / length) if length > 0.0 else (1.0, 0.0)
+        w = L / rr if rr > 0.0 else 0.0
+        gx, gy = co * q[:, 0] - si * q[:, 1], si * q[:, 0] + co * q[:, 1]
+        free = inv_mass[rows] != 0.0
+        pos[rows[free]] = np.stack([cx + gx, cy + gy], axis=1)[free]
+        vel[rows[free]] = np.stack([ux + -w * gy, uy + w * gx], axis=1)[free]
