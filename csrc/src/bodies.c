@@ -98,38 +98,10 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
         const double *q = rest + (long)body_start[b] * dim;
         int m = body_count[b];
         if (m == 0) continue;
-        double cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
-        for (int j = 0; j < m; j++) {
-            const double *x = pos + (long)idx[j] * dim, *v = vel + (long)idx[j] * dim;
-            cx = cx + x[0];
-            cy = cy + x[1];
-            ux = ux + v[0];
-            uy = uy + v[1];
-        }
-        cx = cx / m;
-        cy = cy / m;
-        ux = ux / m;
-        uy = uy / m;
-        double D = 0.0, S = 0.0, E = 0.0, T = 0.0, L = 0.0, rr = 0.0;
-        for (int j = 0; j < m; j++) {
-            const double *x = pos + (long)idx[j] * dim, *v = vel + (long)idx[j] * dim;
-            double rx = x[0] - cx, ry = x[1] - cy;
-            D = D + (q[2 * j] * rx + q[2 * j + 1] * ry);
-            S = S + (q[2 * j] * ry - q[2 * j + 1] * rx);
-            E = E + (q[2 * j] * rx - q[2 * j + 1] * ry);
-            T = T + (q[2 * j + 1] * rx + q[2 * j] * ry);
-            L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
-            rr = rr + (rx * rx + ry * ry);
-        }
-        double len = sqrt(D * D + S * S);
-        double co = 1.0, si = 0.0;
-        if (len > 0.0) {
-            co = D / len;
-            si = S / len;
-        }
-        double w = rr > 0.0 ? L / rr : 0.0;
+        ps_fit f = ps_rigid_fit(pos, vel, idx, q, m);
+        double cx = f.cx, cy = f.cy, ux = f.ux, uy = f.uy, co = f.co, si = f.si, w = f.w;
         double k = stiffness[b];
-        if (D * D + S * S < E * E + T * T && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
+        if (f.mirrored && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
         for (int j = 0; j < m; j++) {
             long i = idx[j];
             if (inv_mass[i] == 0.0) continue;

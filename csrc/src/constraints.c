@@ -58,7 +58,7 @@
  * q_i (mean 0),
  *     c = mean x_i, u = mean v_i, r_i = x_i - c
  *     D = sum q_i . r_i, S = sum q_i x r_i, cos = D / L, sin = S / L, L = sqrt(D^2 + S^2)
- *         (the best-fit rotation R, shape matching's, bodies.c; L = 0 gives R = I)
+ *         (the best-fit rotation R, shape matching's: ps_rigid_fit, internal.h)
  *     w = sum r_i x (v_i - u) / sum |r_i|^2   (the best-fit spin)
  *     x_i = c + R q_i,   v_i = u + w z x (R q_i)     (movable members only)
  * Its conflicting constraints would otherwise move its members one way in a substep's
@@ -361,41 +361,15 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
             tangled[j] = 0;
             continue;
         }
-        double cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
-        for (int e = 0; e < count; e++) {
-            const double *x = pos + 2L * rows[e], *v = vel + 2L * rows[e];
-            cx = cx + x[0];
-            cy = cy + x[1];
-            ux = ux + v[0];
-            uy = uy + v[1];
-        }
-        cx = cx / count;
-        cy = cy / count;
-        ux = ux / count;
-        uy = uy / count;
-        double D = 0.0, S = 0.0, L = 0.0, rr = 0.0;
-        for (int e = 0; e < count; e++) {
-            const double *x = pos + 2L * rows[e], *v = vel + 2L * rows[e];
-            double rx = x[0] - cx, ry = x[1] - cy;
-            D = D + (q[2 * e] * rx + q[2 * e + 1] * ry);
-            S = S + (q[2 * e] * ry - q[2 * e + 1] * rx);
-            L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
-            rr = rr + (rx * rx + ry * ry);
-        }
-        double len = sqrt(D * D + S * S), co = 1.0, si = 0.0;
-        if (len > 0.0) {
-            co = D / len;
-            si = S / len;
-        }
-        double w = rr > 0.0 ? L / rr : 0.0;
+        ps_fit f = ps_rigid_fit(pos, vel, rows, q, count);
         for (int e = 0; e < count; e++) {
             long i = rows[e];
             if (inv_mass[i] == 0.0) continue;
-            double gx = co * q[2 * e] - si * q[2 * e + 1], gy = si * q[2 * e] + co * q[2 * e + 1];
-            pos[2 * i] = cx + gx;
-            pos[2 * i + 1] = cy + gy;
-            vel[2 * i] = ux + -w * gy;
-            vel[2 * i + 1] = uy + w * gx;
+            double gx = f.co * q[2 * e] - f.si * q[2 * e + 1], gy = f.si * q[2 * e] + f.co * q[2 * e + 1];
+            pos[2 * i] = f.cx + gx;
+            pos[2 * i + 1] = f.cy + gy;
+            vel[2 * i] = f.ux + -f.w * gy;
+            vel[2 * i + 1] = f.uy + f.w * gx;
         }
     }
 }

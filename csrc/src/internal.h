@@ -29,6 +29,7 @@
 #ifndef PYSOFT_INTERNAL_H
 #define PYSOFT_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -66,6 +67,56 @@ PS_INLINE double ps_dot(const double *a, const double *b, int dim)
     double s = 0.0;
     for (int c = 0; c < dim; c++) s = s + a[c] * b[c];
     return s;
+}
+
+/* A 2D body's best-fit rigid motion (shape matching's, bodies.c): of members x_i = pos[rows[i]]
+ * with velocities v_i and rest offsets q_i, their mean c and mean velocity u, the best-fit
+ * rotation (cos, sin) of the q_i onto r_i = x_i - c (cos = D / L, sin = S / L, L = sqrt(D^2 +
+ * S^2), D = sum q_i . r_i, S = sum q_i x r_i; L = 0 gives the identity), the best-fit spin
+ * w = sum r_i x (v_i - u) / sum |r_i|^2 (0 without extent), and whether a reflection fits
+ * better (the members' best linear fit has det < 0: sqrt(E^2 + T^2) > L, E = sum q_x r_x -
+ * q_y r_y, T = sum q_y r_x + q_x r_y). Sums in member order, from 0.0; count > 0. */
+typedef struct {
+    double cx, cy, ux, uy, co, si, w;
+    int mirrored;
+} ps_fit;
+
+PS_INLINE ps_fit ps_rigid_fit(const double *pos, const double *vel, const int32_t *rows,
+                              const double *q, int count)
+{
+    ps_fit f;
+    double cx = 0.0, cy = 0.0, ux = 0.0, uy = 0.0;
+    for (int j = 0; j < count; j++) {
+        const double *x = pos + 2L * rows[j], *v = vel + 2L * rows[j];
+        cx = cx + x[0];
+        cy = cy + x[1];
+        ux = ux + v[0];
+        uy = uy + v[1];
+    }
+    f.cx = cx = cx / count;
+    f.cy = cy = cy / count;
+    f.ux = ux = ux / count;
+    f.uy = uy = uy / count;
+    double D = 0.0, S = 0.0, E = 0.0, T = 0.0, L = 0.0, rr = 0.0;
+    for (int j = 0; j < count; j++) {
+        const double *x = pos + 2L * rows[j], *v = vel + 2L * rows[j];
+        double rx = x[0] - cx, ry = x[1] - cy;
+        D = D + (q[2 * j] * rx + q[2 * j + 1] * ry);
+        S = S + (q[2 * j] * ry - q[2 * j + 1] * rx);
+        E = E + (q[2 * j] * rx - q[2 * j + 1] * ry);
+        T = T + (q[2 * j + 1] * rx + q[2 * j] * ry);
+        L = L + (rx * (v[1] - uy) - ry * (v[0] - ux));
+        rr = rr + (rx * rx + ry * ry);
+    }
+    double len = sqrt(D * D + S * S);
+    f.co = 1.0, f.si = 0.0;
+    if (len > 0.0) {
+        f.co = D / len;
+        f.si = S / len;
+    }
+    f.w = rr > 0.0 ? L / rr : 0.0;
+    f.mirrored = D * D + S * S < E * E + T * T;
+    return f;
 }
 
 #if defined(__AVX2__)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+from numpy.typing import NDArray
 
 from pysoft._constants import UNMIRROR_STIFFNESS
 from pysoft.twins._common import F64, I32, ranges, scatter_add
@@ -29,15 +32,32 @@ def pressure(
     scatter_add(force, rows, np.repeat(f, 2, axis=0))
 
 
-@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
-def shape_match(
-    force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
-    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int, dim: int,
-) -> None:
-    """Pull members toward the best-fit rotated rest shape; damp toward the rigid motion."""
+class Fit(NamedTuple):
+    """Each body's best-fit rigid motion (internal.h's ps_rigid_fit), and per member entry
+    (bodies in order, members in order within each) its body, row, rest offset and offset
+    from the body's mean."""
+
+    cx: F64
+    cy: F64
+    ux: F64
+    uy: F64
+    co: F64
+    si: F64
+    w: F64
+    mirrored: NDArray[np.bool_]
+    body: NDArray[np.intp]
+    idx: I32
+    q: F64
+    rx: F64
+    ry: F64
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without members: 0/0, unused
+def rigid_fit(pos: F64, vel: F64, members: I32, rest: F64, body_start: I32, body_count: I32,
+              nb: int) -> Fit:
+    """The best-fit rigid motion of each body's members (sums in member order, as np.add.at
+    adds: the C loops' order)."""
     body, j = ranges(body_start, body_count, nb)
-    if not len(body):
-        return
     idx = members[j]
     x, v, q = pos[idx], vel[idx], rest[j]
     sums = np.zeros((nb, 4))
@@ -51,21 +71,33 @@ def shape_match(
     acc = np.zeros((nb, 6))
     np.add.at(acc, body, terms)
     D, S, L, rr, E, T = acc.T
-    mirrored = D * D + S * S < E * E + T * T  # a reflection fits better: turned inside out
-    k = np.where(mirrored & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
     length = np.sqrt(D * D + S * S)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        co = np.where(length > 0.0, D / length, 1.0)
-        si = np.where(length > 0.0, S / length, 0.0)
-        w = np.where(rr > 0.0, L / rr, 0.0)
-    tx = cx[body] + (co[body] * q[:, 0] - si[body] * q[:, 1])
-    ty = cy[body] + (si[body] * q[:, 0] + co[body] * q[:, 1])
-    gx, gy = ux[body] + -w[body] * ry, uy[body] + w[body] * rx
+    co = np.where(length > 0.0, D / length, 1.0)
+    si = np.where(length > 0.0, S / length, 0.0)
+    w = np.where(rr > 0.0, L / rr, 0.0)
+    mirrored = D * D + S * S < E * E + T * T  # a reflection fits better: turned inside out
+    return Fit(cx, cy, ux, uy, co, si, w, mirrored, body, idx, q, rx, ry)
+
+
+def shape_match(
+    force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
+    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int, dim: int,
+) -> None:
+    """Pull members toward the best-fit rotated rest shape; damp toward the rigid motion."""
+    if not body_count[:nb].any():
+        return
+    f = rigid_fit(pos, vel, members, rest, body_start, body_count, nb)
+    body, idx, q, rx, ry = f.body, f.idx, f.q, f.rx, f.ry
+    x, v = pos[idx], vel[idx]
+    k = np.where(f.mirrored & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
+    tx = f.cx[body] + (f.co[body] * q[:, 0] - f.si[body] * q[:, 1])
+    ty = f.cy[body] + (f.si[body] * q[:, 0] + f.co[body] * q[:, 1])
+    gx, gy = f.ux[body] + -f.w[body] * ry, f.uy[body] + f.w[body] * rx
     mk, md = mass[idx] * k[body], mass[idx] * damping[body]
-    f = np.stack([mk * (tx - x[:, 0]) + md * (gx - v[:, 0]),
-                  mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
+    out = np.stack([mk * (tx - x[:, 0]) + md * (gx - v[:, 0]),
+                    mk * (ty - x[:, 1]) + md * (gy - v[:, 1])], axis=1)
     live = inv_mass[idx] != 0.0
-    scatter_add(force, idx[live], f[live])
+    scatter_add(force, idx[live], out[live])
 
 
 def rolling_resistance(

@@ -6,6 +6,7 @@ import numpy as np
 
 from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, I32, MIN_LENGTH, dot, ranges
+from pysoft.twins.bodies import rigid_fit
 
 
 def _follow(u: F64, du: F64) -> F64:
@@ -138,13 +139,6 @@ def settle_mass(
         settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
 
 
-def _sum(values: F64) -> float:
-    """values[0] + values[1] + ... from 0.0, left to right (the C loop's order)."""
-    out = np.zeros(1)
-    np.add.at(out, np.zeros(len(values), np.intp), values)
-    return float(out[0])
-
-
 def untangle(
     pos: F64, vel: F64, tangled: I32, inv_mass: F64, support: F64, owner: I32, simplices: I32,
     rest_volume: F64, members: I32, rest: F64, body_start: I32, body_count: I32, n: int, m: int,
@@ -168,19 +162,12 @@ def untangle(
         return
     tangled[_opposed(support, members, body_start, body_count, n, b, 2)] = 0
     tangled[:b] = tangled[:b] * (body_count[:b] > 0)
-    for j in np.flatnonzero(tangled[:b]).tolist():
-        rows = members[body_start[j] : body_start[j] + body_count[j]]
-        q = rest[body_start[j] : body_start[j] + body_count[j]]
-        x, v, count = pos[rows], vel[rows], len(rows)
-        cx, cy = _sum(x[:, 0]) / count, _sum(x[:, 1]) / count
-        ux, uy = _sum(v[:, 0]) / count, _sum(v[:, 1]) / count
-        rx, ry = x[:, 0] - cx, x[:, 1] - cy
-        D, S = _sum(q[:, 0] * rx + q[:, 1] * ry), _sum(q[:, 0] * ry - q[:, 1] * rx)
-        L, rr = _sum(rx * (v[:, 1] - uy) - ry * (v[:, 0] - ux)), _sum(rx * rx + ry * ry)
-        length = np.sqrt(D * D + S * S)
-        co, si = (D / length, S / length) if length > 0.0 else (1.0, 0.0)
-        w = L / rr if rr > 0.0 else 0.0
-        gx, gy = co * q[:, 0] - si * q[:, 1], si * q[:, 0] + co * q[:, 1]
-        free = inv_mass[rows] != 0.0
-        pos[rows[free]] = np.stack([cx + gx, cy + gy], axis=1)[free]
-        vel[rows[free]] = np.stack([ux + -w * gy, uy + w * gx], axis=1)[free]
+    if not tangled[:b].any():
+        return
+    for j in np.flatnonzero(tangled[:b]).tolist():  # in order: bodies may share members
+        f = rigid_fit(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
+        idx, q = f.idx, f.q
+        gx, gy = f.co[0] * q[:, 0] - f.si[0] * q[:, 1], f.si[0] * q[:, 0] + f.co[0] * q[:, 1]
+        free = inv_mass[idx] != 0.0
+        pos[idx[free]] = np.stack([f.cx[0] + gx, f.cy[0] + gy], axis=1)[free]
+        vel[idx[free]] = np.stack([f.ux[0] + -f.w[0] * gy, f.uy[0] + f.w[0] * gx], axis=1)[free]
