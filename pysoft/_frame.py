@@ -108,9 +108,27 @@ class Frame:
         self.counted: list[Op] = []  # the ops bound inside _kernels.counting()
         self.done: list[Callable[[], None]] = []
 
-    def run(self, h: float, substeps: int, elapsed: list[float]) -> bool:
+    def keeps_start(self, substeps: int) -> bool:
+        """Whether a frame of ``substeps`` ends with its start positions in ``prev_pos``: one
+        substep, and its integration records them (``records_start``)."""
+        return substeps == 1 and self.records_start()
+
+    def records_start(self) -> bool:
+        """Whether, in the frame's calls as last made, an integration records the start
+        positions (writes ``prev_pos``) before any call writes positions."""
+        for op in self.ops:
+            writes = _kernels.REGISTRY[op.name].writes
+            if "prev_pos" in writes:
+                return True
+            if "pos" in writes:
+                return False
+        return False
+
+    def run(self, h: float, substeps: int, elapsed: list[float], start: Any = None) -> bool:
         """Run the frame and add each stage's seconds to ``elapsed``; False (nothing ran) if a
-        term cannot describe its calls."""
+        term cannot describe its calls. ``start``: the FrameStart, whose positions, if they
+        were left for ``prev_pos`` to hold (``keeps_start``), are copied first when the calls
+        changed so that it would not."""
         if not self.terms:
             self.terms = tuple(self.pipeline.terms())
             self.done = [t.done for t in self.terms if hasattr(t, "done")]
@@ -129,6 +147,8 @@ class Frame:
             self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
             self.ops = ops
             self.counted = [op for op in ops if op.counter is not None]
+            if start is not None and not self.records_start():
+                start.save_positions()
         seconds = self.seconds
         self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds,
                               pipeline.settings._threads)

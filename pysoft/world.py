@@ -259,19 +259,19 @@ class World(Settings):
         h = dt / self._substeps
         systems, pipeline = self._systems, self.pipeline
         elapsed = [0.0] * len(systems)
+        frame, start = self._frame if systems == self._stages else None, self._frame_start
         if watched := self._on_instability in ("raise", "warn"):  # where a replay would start
-            self._frame_start.save()
+            start.save(positions=not (frame is not None and frame.keeps_start(self._substeps)))
         pipeline.unstable, error = -1, None
         self._stepping = True
         try:
-            if not (self._frame is not None and systems == self._stages
-                    and self._frame.run(h, self._substeps, elapsed)):
+            if not (frame is not None and frame.run(h, self._substeps, elapsed, start)):
+                start.save_positions()  # (if they were left to prev_pos: pysoft._replay)
                 with self._ecs.entered():  # the stages (and the user's systems), one by one
                     pipeline.run(systems, h, elapsed)
             if pipeline.unstable >= 0 and watched:
                 with self._ecs.entered():  # where it began: pysoft._replay
-                    error = _replay.diagnose(pipeline, self._frame_start, systems, h,
-                                             self._features.particles.scan)
+                    error = _replay.diagnose(pipeline, start, systems, h, self._features.particles.scan)
         finally:
             self._stepping = False
         pipeline.time += dt  # the frame ran to its end, whatever the scan found

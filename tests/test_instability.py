@@ -180,3 +180,46 @@ def test_entities_added_between_frames_are_in_the_replay(backend: str) -> None:
         w.step()
     assert info.value.entity == ps[-1] and info.value.substep == 0
     assert info.value.pass_name == "integrator (symplectic_euler)"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_one_substep_frame_replays_from_the_start_it_recorded(backend: str, monkeypatch: Any) -> None:
+    """A frame of one substep run in one call (C) does not copy its start positions: its
+    integration records them in prev_pos. The chain, stable for three frames at 240 Hz, blows
+    up when its last spring is made 1e5 times stiffer between frames: the replay starts from
+    the recorded positions, names the light end particle in the integrator, arrives where the
+    frame did, and leaves the world as a world under "ignore" is. A position written between
+    frames (a teleport to NaN) is in the recorded start too."""
+    seen: list[tuple[Any, bool]] = []
+    replay = _replay.replay
+    monkeypatch.setattr(_replay, "replay", lambda *args: seen.append(replay(*args)) or seen[-1])
+    worlds, chains = [], []
+    for policy in ("raise", "ignore"):
+        w, ps = _chain(backend, policy=policy)
+        chains.append(ps)
+        w.substeps, w.dt = 1, 1.0 / 240.0
+        w.store.springs.view("stiffness")[-1] = 1.0
+        for _ in range(3):
+            w.step()
+        w.store.springs.view("stiffness")[-1] = 1e5
+        worlds.append(w)
+    with np.errstate(all="ignore"):
+        with pytest.raises(pysoft.InstabilityError) as info:
+            worlds[0].step()
+        worlds[1].step()
+    assert worlds[0]._frame_start.in_prev == (backend == "c")
+    (origin, faithful), = seen
+    ps = chains[0]
+    assert faithful and origin is not None and origin.row == worlds[0].row(ps[-1])
+    assert info.value.entity == ps[-1] and info.value.pass_name == "integrator (symplectic_euler)"
+    for field in ("positions", "velocities"):
+        assert getattr(worlds[0], field).tobytes() == getattr(worlds[1], field).tobytes()
+    w, ps = worlds[1], chains[1]
+    w.on_instability = "raise"
+    w.velocities[:] = 0.0
+    w.store.springs.view("stiffness")[-1] = 1.0
+    w.step()
+    w.positions[w.row(ps[3])] = (float("nan"), 0.0)
+    with pytest.raises(pysoft.InstabilityError, match="already unstable when the frame began") as info:
+        w.step()
+    assert info.value.entity == ps[3] and w._frame_start.in_prev == (backend == "c")
