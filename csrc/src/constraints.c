@@ -321,7 +321,8 @@ PS_INLINE int opposed(const double *support, const int32_t *rows, int count, int
         if (held(support, rows[e], dim) && a < least) { least = a; w = s; }
     }
     for (int e = first; e < count; e++)
-        if (held(support, rows[e], dim) && ps_dot(support + (long)rows[e] * dim, w, dim) < -0.5) return 1;
+        if (held(support, rows[e], dim) && ps_dot(support + (long)rows[e] * dim, w, dim) < -0.5)
+            return 1;
     return 0;
 }
 
@@ -337,10 +338,11 @@ void ps_settle_mass(double *settle_inv_mass, const double *support, const double
     }
 }
 
-void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass, const double *support,
-                 const int32_t *owner, const int32_t *simplices, const double *rest_volume,
-                 const int32_t *members, const double *rest, const int32_t *body_start,
-                 const int32_t *body_count, int n, int m, int b, int dim)
+void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass,
+                 const double *support, const int32_t *owner, const int32_t *simplices,
+                 const double *rest_volume, const int32_t *members, const double *rest,
+                 const int32_t *body_start, const int32_t *body_count, int n, int m, int b,
+                 int dim)
 {
     (void)n;
     if (dim != 2) return;
@@ -365,7 +367,8 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
         for (int e = 0; e < count; e++) {
             long i = rows[e];
             if (inv_mass[i] == 0.0) continue;
-            double gx = f.co * q[2 * e] - f.si * q[2 * e + 1], gy = f.si * q[2 * e] + f.co * q[2 * e + 1];
+            double gx = f.co * q[2 * e] - f.si * q[2 * e + 1];
+            double gy = f.si * q[2 * e] + f.co * q[2 * e + 1];
             pos[2 * i] = f.cx + gx;
             pos[2 * i + 1] = f.cy + gy;
             vel[2 * i] = f.ux + -f.w * gy;
