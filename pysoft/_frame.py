@@ -107,22 +107,12 @@ class Frame:
         self.ops: list[Op] = []
         self.counted: list[Op] = []  # the ops bound inside _kernels.counting()
         self.done: list[Callable[[], None]] = []
+        self.records = False  # whether ``ops`` record the start positions (_records_start)
 
     def keeps_start(self, substeps: int) -> bool:
         """Whether a frame of ``substeps`` ends with its start positions in ``prev_pos``: one
-        substep, and its integration records them (``records_start``)."""
-        return substeps == 1 and self.records_start()
-
-    def records_start(self) -> bool:
-        """Whether, in the frame's calls as last made, an integration records the start
-        positions (writes ``prev_pos``) before any call writes positions."""
-        for op in self.ops:
-            writes = _kernels.REGISTRY[op.name].writes
-            if "prev_pos" in writes:
-                return True
-            if "pos" in writes:
-                return False
-        return False
+        substep, and the frame's calls as last made record them."""
+        return substeps == 1 and self.records
 
     def run(self, h: float, substeps: int, elapsed: list[float], start: Any = None) -> bool:
         """Run the frame and add each stage's seconds to ``elapsed``; False (nothing ran) if a
@@ -147,7 +137,8 @@ class Frame:
             self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
             self.ops = ops
             self.counted = [op for op in ops if op.counter is not None]
-            if start is not None and not self.records_start():
+            self.records = _records_start(ops)
+            if start is not None and not self.records:
                 start.save_positions()
         seconds = self.seconds
         self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds,
@@ -162,6 +153,18 @@ class Frame:
         for k, t in enumerate(self.ffi.unpack(seconds, FINISH + 1)[:len(elapsed)]):
             elapsed[k] += t
         return True
+
+
+def _records_start(ops: list[Op]) -> bool:
+    """Whether an integration in ``ops`` records the start positions (writes ``prev_pos``)
+    before any call writes positions."""
+    for op in ops:
+        writes = _kernels.REGISTRY[op.name].writes
+        if "prev_pos" in writes:
+            return True
+        if "pos" in writes:
+            return False
+    return False
 
 
 def _group(ops: list[Op]) -> None:

@@ -162,8 +162,6 @@ def untangle(
         return
     tangled[_opposed(support, members, body_start, body_count, n, b, 2)] = 0
     tangled[:b] = tangled[:b] * (body_count[:b] > 0)
-    if not tangled[:b].any():
-        return
     for j in np.flatnonzero(tangled[:b]).tolist():  # in order: bodies may share members
         f = rigid_fit(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
         idx, q = f.idx, f.q
