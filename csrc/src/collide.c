@@ -482,7 +482,8 @@ PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0,
 
 #if defined(__AVX2__)
 /* The x86-64-v3 build, 2D, a single still plane (a floor): four particles the block pre-pass
- * found near it (todo[0..3], movable), in the common case, with the scalar loop's operations
+ * found near it (todo[0..3], movable; only the first `lanes` reported: a block's last one to
+ * three fill the four by repeating the last, so they too take this path), in the common case, with the scalar loop's operations
  * in its order (so the same bits): each either clear of the plane (nothing to do) or in
  * contact once, pushed out by its depth (no push-out limit), not bouncing, with static or
  * kinetic friction, and clear after it. If any of the four is not that (limited push-out, a
@@ -494,7 +495,8 @@ static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_coll
                                  const double *prev_pos, const double *radius, const double *mass,
                                  const double *pw, const double *center, const double *velocity,
                                  const double *angular_velocity, double friction, double keep,
-                                 const int *todo, double h, double rest_speed, int *contacts)
+                                 const int *todo, int lanes, double h, double rest_speed,
+                                 int *contacts)
 {
     const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
     const __m256d n0 = _mm256_set1_pd(pw[0]), n1 = _mm256_set1_pd(pw[1]), o = _mm256_set1_pd(pw[2]);
@@ -569,7 +571,7 @@ static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_coll
     double add[4];
     _mm256_storeu_pd(add, _mm256_mul_pd(_mm256_set_pd(mass[i3], mass[i2], mass[i1], mass[i0]), dvn));
     int went = _mm256_movemask_pd(approach);
-    for (int e = 0; e < 4; e++) {
+    for (int e = 0; e < lanes; e++) {
         if (!(hit >> e & 1)) continue;
         long i = todo[e];
         (*contacts)++;
@@ -697,13 +699,18 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             ntodo = near_rows(todo, plane, k, all_planes, pos, radius, inv_mass, i0, i1, dim);
         for (int q = 0; q < ntodo; q++) {
 #if defined(__AVX2__)
-            if (dim == 2 && all_planes && k == 1 && q % 4 == 0 && q + 4 <= ntodo
-                && plane_contacts_2d_avx(pos, vel, contact_collider, contact_normal, contact_impulse,
-                                         support, prev_pos, radius, mass, plane, center, velocity,
-                                         angular_velocity, friction[0], keep[0], todo + q, h,
-                                         rest_speed, &contacts)) {
-                q += 3;
-                continue;
+            if (dim == 2 && all_planes && k == 1 && q % 4 == 0) {
+                /* the last one to three rows fill the four lanes, the last repeated (a lane
+                 * repeating another does what it does, and is not reported twice) */
+                int four[4], lanes = ntodo - q < 4 ? ntodo - q : 4;
+                for (int e = 0; e < 4; e++) four[e] = todo[q + (e < lanes ? e : lanes - 1)];
+                if (plane_contacts_2d_avx(pos, vel, contact_collider, contact_normal,
+                                          contact_impulse, support, prev_pos, radius, mass, plane,
+                                          center, velocity, angular_velocity, friction[0],
+                                          keep[0], four, lanes, h, rest_speed, &contacts)) {
+                    q += lanes - 1;
+                    continue;
+                }
             }
 #endif
             int i = todo[q];
