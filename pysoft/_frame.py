@@ -107,18 +107,18 @@ class Frame:
         self.ops: list[Op] = []
         self.counted: list[Op] = []  # the ops bound inside _kernels.counting()
         self.done: list[Callable[[], None]] = []
-        self.records = False  # whether ``ops`` record the start positions (_records_start)
+        # of RECORDS, those ``ops`` make: (field, record) in a frame of one substep, of more
+        self.records: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = ((), ())
 
-    def keeps_start(self, substeps: int) -> bool:
-        """Whether a frame of ``substeps`` ends with its start positions in ``prev_pos``: one
-        substep, and the frame's calls as last made record them."""
-        return substeps == 1 and self.records
+    def kept(self, substeps: int) -> tuple[tuple[str, str], ...]:
+        """The particles' fields (field, record) whose start a frame of ``substeps`` records as
+        it runs, as its calls were last made (for pysoft._replay.FrameStart)."""
+        return self.records[substeps != 1]
 
     def run(self, h: float, substeps: int, elapsed: list[float], start: Any = None) -> bool:
         """Run the frame and add each stage's seconds to ``elapsed``; False (nothing ran) if a
-        term cannot describe its calls. ``start``: the FrameStart, whose positions, if they
-        were left for ``prev_pos`` to hold (``keeps_start``), are copied first when the calls
-        changed so that it would not."""
+        term cannot describe its calls. ``start``: the FrameStart, whose fields left to their
+        records (``kept``) are copied first when the calls changed so that they are not."""
         if not self.terms:
             self.terms = tuple(self.pipeline.terms())
             self.done = [t.done for t in self.terms if hasattr(t, "done")]
@@ -137,9 +137,9 @@ class Frame:
             self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
             self.ops = ops
             self.counted = [op for op in ops if op.counter is not None]
-            self.records = _records_start(ops)
-            if start is not None and not self.records:
-                start.save_positions()
+            self.records = _records(ops)
+            if start is not None:
+                start.keep_only(self.kept(substeps))
         seconds = self.seconds
         self.lib.ps_run_frame(self.array, len(ops), substeps, len(seconds), seconds,
                               pipeline.settings._threads)
@@ -155,16 +155,28 @@ class Frame:
         return True
 
 
-def _records_start(ops: list[Op]) -> bool:
-    """Whether an integration in ``ops`` records the start positions (writes ``prev_pos``)
-    before any call writes positions."""
-    for op in ops:
-        writes = _kernels.REGISTRY[op.name].writes
-        if "prev_pos" in writes:
-            return True
-        if "pos" in writes:
-            return False
-    return False
+# The particles' fields a frame's calls may record as they run, where an instability replay
+# finds their start: the field, its record, and whether the record holds the frame's start only
+# in a frame of one substep (the integration writes each substep's start positions to
+# prev_pos; gravity copies the velocities to start_vel on the first substep only: its op's
+# ``record``, set by ``vary``).
+RECORDS = (("pos", "prev_pos", True), ("vel", "start_vel", False))
+
+
+def _records(ops: list[Op]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """Those of RECORDS that a call in ``ops`` records (writes the record) before any call
+    writes the field (a call writing both records first): in a frame of one substep, and of
+    more."""
+    made = []
+    for field, record, one in RECORDS:
+        for op in ops:
+            writes = _kernels.REGISTRY[op.name].writes
+            if record in writes:
+                made.append((field, record, one))
+                break
+            if field in writes:
+                break
+    return (tuple((f, r) for f, r, _ in made), tuple((f, r) for f, r, one in made if not one))
 
 
 def _group(ops: list[Op]) -> None:

@@ -27,7 +27,7 @@ difference. A frame that changed the world's entities is not replayed.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,12 +54,15 @@ class Origin:
 class FrameStart:
     """Copies of the ``moves`` fields made as a frame starts, in buffers kept between frames.
 
-    A frame of one substep that runs in one call and whose integrator records ``prev_pos``
-    before anything moves a particle (:meth:`pysoft._frame.Frame.keeps_start`) ends with
-    the particles' start positions in ``prev_pos``: ``save(positions=False)`` copies the other
-    fields only (the positions are half the copy's bytes: the canonical scene's step is 1.6 %
-    faster at 10k particles, 4-8 % at 100k), and :meth:`load` takes them from ``prev_pos``. If the
-    frame then does not run that way, :meth:`save_positions` copies them before it runs."""
+    A frame that runs in one call may record some of the particles' start fields itself as
+    it runs (:meth:`pysoft._frame.Frame.kept`): the velocities in ``start_vel`` (gravity, its
+    first pass, copies them there on its first substep: a store beside a load it makes anyway,
+    where this copy reads them all again; the canonical scene's step 4 % faster at 10k and
+    100k particles), and, with one substep, the positions in ``prev_pos`` (the integration
+    records each substep's start there: half the copy's bytes). ``save(kept)`` copies the
+    other fields only, and :meth:`load` takes those from their records. If the frame then
+    records fewer of them (its calls changed, or it runs stage by stage), :meth:`keep_only`
+    copies the rest before it runs."""
 
     def __init__(self, store: Store, fields: Iterator[tuple[Table, str]]) -> None:
         self.store = store
@@ -72,49 +75,58 @@ class FrameStart:
         # time on a small world's rows), when the C core is built
         self.moves: list[tuple[Any, Any, int]] = []
         self.version = -1  # the Store's version when the views of ``pairs`` were made
-        self.positions = -1  # the index in ``pairs`` (and ``moves``) of the particles' positions
-        self.in_prev = False  # whether this frame's start positions are in prev_pos, not copied
+        self.index: dict[str, int] = {}  # a particles' field's place in ``pairs`` (and ``moves``)
+        self.kept: dict[str, str] = {}  # this frame's fields left to their records: field: record
+        # the copies to make, as (kept, version, the kept dict, their moves, their pairs)
+        self.plan: tuple[Any, ...] = (None, -1, {}, [], [])
 
-    def save(self, positions: bool = True) -> None:
+    def save(self, kept: Iterable[tuple[str, str]] = ()) -> None:
+        """Copy the fields, but for the particles' ``kept`` ones (field, record)."""
         if self.version != self.store.version:  # rows changed: new views (the arrays never move)
-            self.pairs, self.positions = [], -1
+            self.pairs, self.index = [], {}
             for i, (table, name) in enumerate(self.fields):
                 n = self.rows[i] = table.n
                 if len(self.buffers[i]) < n:
                     shape = (max(n, 2 * len(self.buffers[i])), *self.buffers[i].shape[1:])
                     self.buffers[i] = np.empty(shape, self.buffers[i].dtype)
                 if n:
-                    if table is self.store.particles and name == "pos":
-                        self.positions = len(self.pairs)
+                    if table is self.store.particles:
+                        self.index[name] = len(self.pairs)
                     self.pairs.append((self.buffers[i][:n], table.arrays[name][:n]))
             self.version = self.store.version
             if _native.AVAILABLE:
                 ffi = _native.require()[0]
                 self.moves = [(ffi.from_buffer(copy), ffi.from_buffer(live), copy.nbytes)
                               for copy, live in self.pairs]
-        self.in_prev = not positions and self.positions >= 0
-        skip = self.positions if self.in_prev else -1
+        if self.plan[0] != kept or self.plan[1] != self.version:  # made once per change
+            left = {field: record for field, record in kept if field in self.index}
+            skip = {self.index[field] for field in left}
+            self.plan = (kept, self.version, left, [m for k, m in enumerate(self.moves) if k not in skip],
+                         [p for k, p in enumerate(self.pairs) if k not in skip])
+        self.kept = self.plan[2]
         if self.moves:
             memmove = _native.require()[0].memmove
-            for k, (to, start, size) in enumerate(self.moves):
-                if k != skip:
-                    memmove(to, start, size)
+            for to, start, size in self.plan[3]:
+                memmove(to, start, size)
         else:
-            for k, (copy, live) in enumerate(self.pairs):
-                if k != skip:
-                    np.copyto(copy, live)
+            for copy, live in self.plan[4]:
+                np.copyto(copy, live)
 
-    def save_positions(self) -> None:
-        """Copy the positions ``save(positions=False)`` left in place (if it did)."""
-        if self.in_prev:
-            copy, live = self.pairs[self.positions]
+    def keep_only(self, kept: Iterable[tuple[str, str]] = ()) -> None:
+        """Copy the fields ``save`` left to their records but for those in ``kept`` (all of them
+        by default), before the frame runs."""
+        still = dict(kept)
+        gone = [field for field, record in self.kept.items() if still.get(field) != record]
+        for field in gone:
+            copy, live = self.pairs[self.index[field]]
             np.copyto(copy, live)
-            self.in_prev = False
+        if gone:  # (a new dict: the plan's is kept for the next frame)
+            self.kept = {field: record for field, record in self.kept.items() if field not in gone}
 
     def load(self) -> None:
         for (table, name), buffer, n in zip(self.fields, self.buffers, self.rows, strict=True):
-            if self.in_prev and table is self.store.particles and name == "pos":
-                buffer = table.arrays["prev_pos"]
+            if table is self.store.particles and name in self.kept:
+                buffer = table.arrays[self.kept[name]]
             np.copyto(table.arrays[name][:n], buffer[:n])
 
 

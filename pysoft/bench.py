@@ -76,7 +76,7 @@ def _direct_kernels(world: World) -> Callable[[], None]:
     def frame() -> None:
         n = P.n
         for k in range(world.substeps):
-            gravity(n, dim, drag)
+            gravity(n, dim, drag, int(k == 0))
             springs(*spring_term.arguments())
             integrate(n, dim, h)
             collide(n, C.n, faces.n, dim, iterations, h, rest, world.threads, int(k == 0))

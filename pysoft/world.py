@@ -261,12 +261,12 @@ class World(Settings):
         elapsed = [0.0] * len(systems)
         frame, start = self._frame if systems == self._stages else None, self._frame_start
         if watched := self._on_instability in ("raise", "warn"):  # where a replay would start
-            start.save(positions=not (frame is not None and frame.keeps_start(self._substeps)))
+            start.save(frame.kept(self._substeps) if frame is not None else ())
         pipeline.unstable, error = -1, None
         self._stepping = True
         try:
             if not (frame is not None and frame.run(h, self._substeps, elapsed, start)):
-                start.save_positions()  # (if they were left to prev_pos: pysoft._replay)
+                start.keep_only()  # (the fields left to their records: pysoft._replay)
                 with self._ecs.entered():  # the stages (and the user's systems), one by one
                     pipeline.run(systems, h, elapsed)
             if pipeline.unstable >= 0 and watched:

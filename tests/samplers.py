@@ -40,8 +40,9 @@ def particles(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
 
 def sample_gravity_drag(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
-    return {"force": p["force"], "vel": p["vel"], "mass": p["mass"], "inv_mass": p["inv_mass"],
-            "gravity": rng.normal(0.0, 10.0, dim), "drag": float(rng.uniform(0.0, 0.5))}
+    return {"force": p["force"], "vel": p["vel"], "start_vel": vec(rng, n, dim),
+            "mass": p["mass"], "inv_mass": p["inv_mass"], "gravity": rng.normal(0.0, 10.0, dim),
+            "drag": float(rng.uniform(0.0, 0.5)), "record": int(rng.integers(0, 2))}
 
 
 def sample_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

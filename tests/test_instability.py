@@ -184,12 +184,13 @@ def test_entities_added_between_frames_are_in_the_replay(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_one_substep_frame_replays_from_the_start_it_recorded(backend: str, monkeypatch: Any) -> None:
-    """A frame of one substep run in one call (C) does not copy its start positions: its
-    integration records them in prev_pos. The chain, stable for three frames at 240 Hz, blows
-    up when its last spring is made 1e5 times stiffer between frames: the replay starts from
-    the recorded positions, names the light end particle in the integrator, arrives where the
-    frame did, and leaves the world as a world under "ignore" is. A position written between
-    frames (a teleport to NaN) is in the recorded start too."""
+    """A frame of one substep run in one call (C) copies neither its start positions nor its
+    start velocities: its integration records the positions in prev_pos, gravity the
+    velocities in start_vel. The chain, stable for three frames at 240 Hz, blows up when its
+    last spring is made 1e5 times stiffer between frames: the replay starts from the recorded
+    state, names the light end particle in the integrator, arrives where the frame did, and
+    leaves the world as a world under "ignore" is. A position or a velocity written between
+    frames (to NaN) is in the recorded start too."""
     seen: list[tuple[Any, bool]] = []
     replay = _replay.replay
     monkeypatch.setattr(_replay, "replay", lambda *args: seen.append(replay(*args)) or seen[-1])
@@ -207,7 +208,8 @@ def test_a_one_substep_frame_replays_from_the_start_it_recorded(backend: str, mo
         with pytest.raises(pysoft.InstabilityError) as info:
             worlds[0].step()
         worlds[1].step()
-    assert worlds[0]._frame_start.in_prev == (backend == "c")
+    recorded = {"pos": "prev_pos", "vel": "start_vel"} if backend == "c" else {}
+    assert worlds[0]._frame_start.kept == recorded
     (origin, faithful), = seen
     ps = chains[0]
     assert faithful and origin is not None and origin.row == worlds[0].row(ps[-1])
@@ -222,4 +224,13 @@ def test_a_one_substep_frame_replays_from_the_start_it_recorded(backend: str, mo
     w.positions[w.row(ps[3])] = (float("nan"), 0.0)
     with pytest.raises(pysoft.InstabilityError, match="already unstable when the frame began") as info:
         w.step()
-    assert info.value.entity == ps[3] and w._frame_start.in_prev == (backend == "c")
+    assert info.value.entity == ps[3] and w._frame_start.kept == recorded
+    w.positions[w.row(ps[3])] = w.positions[w.row(ps[2])] + (0.1, 0.0)
+    w.velocities[:] = 0.0
+    w.on_instability = "ignore"
+    w.step()
+    w.on_instability = "raise"
+    w.velocities[w.row(ps[2])] = (0.0, float("nan"))
+    with pytest.raises(pysoft.InstabilityError, match="already unstable when the frame began") as info:
+        w.step()
+    assert info.value.entity == ps[2] and w._frame_start.kept == recorded

@@ -32,9 +32,9 @@ void ps_radial_gravity(double *force, const double *pos, const double *mass,
                        const double *inv_mass, const double *well_center,
                        const double *well_strength, const int32_t *well_falloff,
                        const double *well_min_distance, int n, int w, int dim);
-void ps_gravity_drag(double *force, double *vel, const double *mass,
+void ps_gravity_drag(double *force, double *vel, double *start_vel, const double *mass,
                      const double *inv_mass, const double *gravity,
-                     int n, int dim, double drag);
+                     int n, int dim, double drag, int record);
 
 /* springs.c */
 void ps_springs(double *force, const double *pos, const double *vel,

@@ -7,6 +7,11 @@
  *     F_i = 0, v_i = 0                  for immovable ones (a velocity written to a pinned
  *                                       particle would otherwise drive its springs' dampers)
  *
+ * With `record` set it first copies every velocity, as it was, into start_vel: the first
+ * pass of a frame that runs in one call records the frame's start velocities there for the
+ * instability replay (pysoft/_replay.py), a store beside a load it makes anyway, where a copy
+ * of its own would read them all again (4 % of the canonical scene's step).
+ *
  * drag is a linear air resistance in 1/s (a particle's velocity decays as
  * exp(-drag t) without other forces).
  *
@@ -23,9 +28,11 @@
 #include "internal.h"
 
 PS_INLINE void gravity_drag_impl(double *restrict force, double *restrict vel,
-                                 const double *restrict mass, const double *restrict inv_mass,
+                                 double *restrict start_vel, const double *restrict mass,
+                                 const double *restrict inv_mass,
                                  const double *restrict gravity, int n, int dim, double drag)
 {
+    if (start_vel) memcpy(start_vel, vel, (size_t)n * (size_t)dim * sizeof *vel);
     /* An immovable particle gets no force and no velocity, whatever was written (+0.0,
      * through ps_blend: no branch), and the pointers are restrict (the arrays never
      * overlap), so the loop vectorises. */
@@ -44,9 +51,10 @@ PS_INLINE void gravity_drag_impl(double *restrict force, double *restrict vel,
 /* The x86-64-v3 build in 2D: two particles (four components) per iteration, with
  * gravity_drag_impl's operations on each component, so the same bits. Returns the first row
  * it left to the scalar loop. */
-static int gravity_drag_2d_avx(double *restrict force, double *restrict vel,
-                               const double *restrict mass, const double *restrict inv_mass,
-                               const double *restrict gravity, int n, double drag)
+PS_INLINE int gravity_drag_2d_avx(double *restrict force, double *restrict vel,
+                                  double *restrict start_vel, const double *restrict mass,
+                                  const double *restrict inv_mass,
+                                  const double *restrict gravity, int n, double drag)
 {
     const __m256d g = _mm256_set_pd(gravity[1], gravity[0], gravity[1], gravity[0]);
     const __m256d dr = _mm256_set1_pd(drag), zero = _mm256_setzero_pd();
@@ -58,6 +66,7 @@ static int gravity_drag_2d_avx(double *restrict force, double *restrict vel,
         __m256d m = _mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(mass + i)), 0x50);
         __m256d moves = _mm256_cmp_pd(im, zero, _CMP_NEQ_UQ);
         __m256d v = _mm256_loadu_pd(vel + q);
+        if (start_vel) _mm256_storeu_pd(start_vel + q, v);
         __m256d f = _mm256_mul_pd(m, _mm256_sub_pd(g, _mm256_mul_pd(dr, v)));
         _mm256_storeu_pd(force + q, _mm256_blendv_pd(zero, f, moves));
         _mm256_storeu_pd(vel + q, _mm256_blendv_pd(zero, v, moves));
@@ -66,19 +75,22 @@ static int gravity_drag_2d_avx(double *restrict force, double *restrict vel,
 }
 #endif
 
-void ps_gravity_drag(double *force, double *vel, const double *mass,
+void ps_gravity_drag(double *force, double *vel, double *start_vel, const double *mass,
                      const double *inv_mass, const double *gravity,
-                     int n, int dim, double drag)
+                     int n, int dim, double drag, int record)
 {
+    double *copy = record ? start_vel : NULL;
 #if defined(__AVX2__)
     if (dim == 2) {
-        int i = gravity_drag_2d_avx(force, vel, mass, inv_mass, gravity, n, drag);
-        gravity_drag_impl(force + 2L * i, vel + 2L * i, mass + i, inv_mass + i, gravity, n - i, 2, drag);
+        int i = copy ? gravity_drag_2d_avx(force, vel, copy, mass, inv_mass, gravity, n, drag)
+                     : gravity_drag_2d_avx(force, vel, NULL, mass, inv_mass, gravity, n, drag);
+        gravity_drag_impl(force + 2L * i, vel + 2L * i, copy ? copy + 2L * i : NULL, mass + i,
+                          inv_mass + i, gravity, n - i, 2, drag);
         return;
     }
 #endif
-    if (dim == 2) gravity_drag_impl(force, vel, mass, inv_mass, gravity, n, 2, drag);
-    else gravity_drag_impl(force, vel, mass, inv_mass, gravity, n, 3, drag);
+    if (dim == 2) gravity_drag_impl(force, vel, copy, mass, inv_mass, gravity, n, 2, drag);
+    else gravity_drag_impl(force, vel, copy, mass, inv_mass, gravity, n, 3, drag);
 }
 
 void ps_radial_gravity(double *force, const double *pos, const double *mass,

@@ -33,9 +33,9 @@ def _check_wells(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
 _P, _S = ("n", "dim"), ("n",)
 register(
     Kernel("gravity_drag", "gravity",
-           (Arg("force", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
-            Arg("gravity", ("dim",))),
-           ("n", "dim"), ("drag",), ("force", "vel"), rows="void"),
+           (Arg("force", _P), Arg("vel", _P), Arg("start_vel", _P), Arg("mass", _S),
+            Arg("inv_mass", _S), Arg("gravity", ("dim",))),
+           ("n", "dim"), ("drag", "record"), ("force", "vel", "start_vel"), rows="void"),
     Kernel("radial_gravity", "gravity",
            (Arg("force", _P), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("well_center", ("w", "dim")), Arg("well_strength", ("w",)),
@@ -68,7 +68,8 @@ class _GravityTerm:
         a, w = P.arrays, W.arrays
         shared = {"mass": a["mass"], "inv_mass": a["inv_mass"]}
         self.gravity = PerState(lambda p, v, f: ctx.bind(
-            "gravity_drag", force=a[f], vel=a[v], gravity=ctx.settings._gravity, **shared))
+            "gravity_drag", force=a[f], vel=a[v], start_vel=a["start_vel"],
+            gravity=ctx.settings._gravity, **shared))
         self.wells = PerState(lambda p, v, f: ctx.bind(
             "radial_gravity", force=a[f], pos=a[p], well_center=w["center"],
             well_strength=w["strength"], well_falloff=w["falloff"],
@@ -76,13 +77,15 @@ class _GravityTerm:
 
     def evaluate(self, state: int) -> None:
         n, dim = self.P.n, self.ctx.dim
-        self.gravity[state](n, dim, self.ctx.settings._drag)
+        self.gravity[state](n, dim, self.ctx.settings._drag, 0)
         if self.W.n:
             self.wells[state](n, self.W.n, dim)
 
     def ops(self, h: float) -> list[Op]:
         n, dim = self.P.n, self.ctx.dim
-        out = [cached(self, "gravity", self.gravity[MAIN], FORCES).set(n, dim, self.ctx.settings._drag)]
+        # on a frame's first substep it records the start velocities (``record``, the 4th)
+        gravity = cached(self, "gravity", self.gravity[MAIN], FORCES, vary=3)
+        out = [gravity.set(n, dim, self.ctx.settings._drag, 0)]
         if self.W.n:
             out.append(cached(self, "wells", self.wells[MAIN], FORCES).set(n, self.W.n, dim))
         return out
@@ -126,7 +129,7 @@ class Gravity(Feature):
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         term, n, w, dim = self.term, self.ctx.store.particles.n, self.table.n, self.ctx.dim
-        return {"gravity_drag": (n, functools.partial(term.gravity[0], n, dim, 0.1)),
+        return {"gravity_drag": (n, functools.partial(term.gravity[0], n, dim, 0.1, 0)),
                 "radial_gravity": (n * w, functools.partial(term.wells[0], n, w, dim))}
 
     def gravity_well(self, entity: int) -> GravityWell:

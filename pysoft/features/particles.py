@@ -269,7 +269,7 @@ class Particles(Feature):
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
         vec = Field((dim,), np.float64)
-        scratch = ("prev_pos", "vel_pred", "force1", "force_builtin",
+        scratch = ("prev_pos", "start_vel", "vel_pred", "force1", "force_builtin",
                    "stage_pos", "v2", "v3", "v4", "f2", "f3", "f4")
         return {"pos": vec, "vel": vec, "force": vec,
                 "mass": Field((), np.float64, 1.0), "inv_mass": Field((), np.float64, 1.0),

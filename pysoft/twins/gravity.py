@@ -8,11 +8,14 @@ from pysoft.twins._common import F64, I32, MIN_LENGTH, dot, scratch
 
 
 def gravity_drag(
-    force: F64, vel: F64, mass: F64, inv_mass: F64, gravity: F64, n: int, dim: int,
-    drag: float,
+    force: F64, vel: F64, start_vel: F64, mass: F64, inv_mass: F64, gravity: F64, n: int,
+    dim: int, drag: float, record: int,
 ) -> None:
     """Set ``force = m (g - drag v)`` for movable particles; force and velocity 0 for immovable
-    ones (whatever velocity was written to them)."""
+    ones (whatever velocity was written to them). With ``record``, first copy the velocities
+    into ``start_vel``."""
+    if record:
+        np.copyto(start_vel[:n], vel[:n])
     movable = inv_mass[:n] != 0.0
     if movable.all():  # the common case, without the masks' copies: the same operations, a
         t = scratch("gravity.t", (n,))  # component at a time (NumPy broadcasts over rows of 2 slowly)
