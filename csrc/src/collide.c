@@ -489,8 +489,10 @@ PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0,
  * kinetic friction, and clear after it. If any of the four is not that (limited push-out, a
  * bounce, still inside after the contact), nothing is written and it returns 0: the scalar
  * loop takes the four. A resting particle's contact is a chain of roughly a hundred
- * dependent operations around a square root; four of them overlap. */
-static int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_collider,
+ * dependent operations around a square root; four of them overlap. Inlined: called as a
+ * function, its twenty arguments went through the stack for every four particles (the
+ * canonical scene's collide stage 168 against 205 us at 100k, 14.5 against 15.5 at 10k). */
+PS_INLINE int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_collider,
                                  double *contact_normal, double *contact_impulse, double *support,
                                  const double *prev_pos, const double *radius, const double *mass,
                                  const double *pw, const double *center, const double *velocity,
