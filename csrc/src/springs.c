@@ -97,7 +97,8 @@ static int spring_forces_2d_avx(double *restrict f_out, const double *restrict p
         __m256d w13 = _mm256_sub_pd(two_rows(vel, b1, b3), two_rows(vel, a1, a3));
         __m256d dx = _mm256_unpacklo_pd(d02, d13), dy = _mm256_unpackhi_pd(d02, d13);
         __m256d wx = _mm256_unpacklo_pd(w02, w13), wy = _mm256_unpackhi_pd(w02, w13);
-        __m256d len2 = _mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(dx, dx)), _mm256_mul_pd(dy, dy));
+        /* 0.0 + dx dx is dx dx, bit for bit (a square is +0.0, positive, inf or NaN) */
+        __m256d len2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
         __m256d len = _mm256_sqrt_pd(len2);
         __m256d inv = _mm256_div_pd(one, len);
         __m256d ux = _mm256_mul_pd(dx, inv), uy = _mm256_mul_pd(dy, inv);
