@@ -5,7 +5,8 @@ than ``max_speed``, but not where that started: by the frame's end a blow-up
 has spread over its body. So, while ``on_instability`` is "raise" or "warn",
 the World copies at the start of every frame the state a frame changes and the
 next one reads (each feature's ``moves`` fields: positions, velocities, the
-kinematic colliders' poses) into buffers it keeps. When the scan finds an
+kinematic colliders' poses) into buffers it keeps, but for the particles' fields a
+frame run in one call records itself as it runs (:class:`FrameStart`). When the scan finds an
 unstable particle, :func:`replay`:
 
 1. keeps every table as the frame left it;
