@@ -316,6 +316,8 @@ class Store:
         if name in self.tables:
             raise ValueError(f"table {name!r} exists already")
         table = self.tables[name] = Table(name, fields, max_rows, self.clock)
+        if not hasattr(type(self), name) and name not in self.__dict__:
+            self.__dict__[name] = table  # ``store.<name>`` without __getattr__'s slow path
         return table
 
     def __getattr__(self, name: str) -> Table:

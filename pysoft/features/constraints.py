@@ -151,7 +151,11 @@ class _ConstraintTerm:
 
     def constrained(self) -> bool:
         """Whether a solver has constraints."""
-        return any(s.table.n for s in self.solvers)
+        # a loop, not any() over a generator: asked twice a frame, and the generator costs more
+        for s in self.solvers:  # noqa: SIM110
+            if s.table.n:
+                return True
+        return False
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         for s in live:  # multipliers accumulate over one substep's iterations
