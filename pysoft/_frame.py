@@ -150,7 +150,7 @@ class Frame:
         if self.counted:  # and the frame's one foreign call as itself
             self.counted[0].counter["run_frame"] += 1
         pipeline.substep = substeps - 1
-        for k, t in enumerate(self.ffi.unpack(seconds, FINISH + 1)[:len(elapsed)]):
+        for k, t in enumerate(self.ffi.unpack(seconds, min(len(elapsed), FINISH + 1))):
             elapsed[k] += t
         return True
 

@@ -201,17 +201,20 @@ class _CollideTerm:
             face_normal=faces.arrays["normal"], face_offset=faces.arrays["offset"])
         self.moving = False
         self._keep_for: tuple[float, bytes] | None = None  # (h, damping) keep was computed for
+        self._views: tuple[Any, ...] = (-1,)  # (rows, damping, velocity, angular velocity)
 
     def first_substep(self, h: float) -> None:
         """What a frame's first substep does before the sweep: ``keep = exp(-damping h)``
         (again only if h or a damping changed), and whether any collider moves."""
         C = self.C
-        damping = C.view("tangential_damping")
+        if self._views[0] != C.n:  # (the arrays never move: views of the live rows, per count)
+            self._views = (C.n, C.view("tangential_damping"), C.view("velocity"),
+                           C.view("angular_velocity"))
+        _, damping, v, w = self._views
         key = (h, damping.tobytes())
         if key != self._keep_for:
             np.exp(-h * damping, out=C.view("keep"))
             self._keep_for = key
-        v, w = C.view("velocity"), C.view("angular_velocity")
         raw = v.tobytes() + w.tobytes()  # all zero bytes: still, without asking NumPy
         self.moving = raw.count(0) != len(raw) and bool(v.any() or w.any())
 
