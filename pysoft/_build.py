@@ -16,6 +16,7 @@ import platform
 import re
 import runpy
 import shlex
+from typing import Any
 
 from cffi import FFI
 
@@ -88,32 +89,33 @@ def op_dispatch(cdef: str) -> str:
         f"const int ps_op_count = {len(names)};"])
 
 
-def toolchain() -> str:
-    """The compiler command and flags setuptools compiles with on this machine: the compiler
-    and flags the interpreter was built with (sysconfig), with the environment's CC, CFLAGS
-    and CPPFLAGS applied. Our COMPILE_FLAGS come after them, so ours win where they overlap
-    (the optimisation level)."""
-    try:
-        from distutils.ccompiler import new_compiler  # setuptools' copy where the stdlib has none
-        from distutils.sysconfig import customize_compiler
+def _compiler() -> Any:
+    """The compiler setuptools compiles with on this machine: the compiler and flags the
+    interpreter was built with (sysconfig), with the environment's CC, CFLAGS and CPPFLAGS
+    applied. Raises where there is no distutils or no compiler class for the platform."""
+    from distutils.ccompiler import new_compiler  # setuptools' copy where the stdlib has none
+    from distutils.sysconfig import customize_compiler
 
-        compiler = new_compiler()
-        customize_compiler(compiler)
-        return shlex.join(getattr(compiler, "compiler_so", []) or ["unknown"])
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    return compiler
+
+
+def toolchain() -> str:
+    """The compiler command and flags of ``_compiler``. Our COMPILE_FLAGS come after them, so
+    ours win where they overlap (the optimisation level)."""
+    try:
+        return shlex.join(getattr(_compiler(), "compiler_so", []) or ["unknown"])
     except Exception:  # another platform's compiler class, or no distutils at all
         return "unknown"
 
 
 def accepts(flag: str) -> bool:
-    """Whether this machine's compiler (as ``toolchain``'s) compiles a C file with ``flag``."""
+    """Whether this machine's compiler (``_compiler``) compiles a C file with ``flag``."""
     import tempfile
 
     try:
-        from distutils.ccompiler import new_compiler
-        from distutils.sysconfig import customize_compiler
-
-        compiler = new_compiler()
-        customize_compiler(compiler)
+        compiler = _compiler()
         with tempfile.TemporaryDirectory() as tmp:
             source = pathlib.Path(tmp) / "flag.c"
             source.write_text("int ps_flag(void) { return 0; }\n")

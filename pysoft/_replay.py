@@ -78,10 +78,14 @@ class FrameStart:
         self.version = -1  # the Store's version when the views of ``pairs`` were made
         self.index: dict[str, int] = {}  # a particles' field's place in ``pairs`` (and ``moves``)
         self.kept: dict[str, str] = {}  # this frame's fields left to their records: field: record
-        # the copies to make, as (kept, version, the kept dict, their moves, their pairs)
-        self.plan: tuple[Any, ...] = (None, -1, {}, [], [])
+        # which fields to copy, chosen once per change of ``kept`` or of the views: for the
+        # kept tuple and version below, the fields left to records and the others' copies
+        self.plan_for: tuple[tuple[tuple[str, str], ...] | None, int] = (None, -1)
+        self.plan_left: dict[str, str] = {}
+        self.plan_moves: list[tuple[Any, Any, int]] = []
+        self.plan_pairs: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def save(self, kept: Iterable[tuple[str, str]] = ()) -> None:
+    def save(self, kept: tuple[tuple[str, str], ...] = ()) -> None:
         """Copy the fields, but for the particles' ``kept`` ones (field, record)."""
         if self.version != self.store.version:  # rows changed: new views (the arrays never move)
             self.pairs, self.index = [], {}
@@ -99,18 +103,19 @@ class FrameStart:
                 ffi = _native.require()[0]
                 self.moves = [(ffi.from_buffer(copy), ffi.from_buffer(live), copy.nbytes)
                               for copy, live in self.pairs]
-        if self.plan[0] != kept or self.plan[1] != self.version:  # made once per change
-            left = {field: record for field, record in kept if field in self.index}
-            skip = {self.index[field] for field in left}
-            self.plan = (kept, self.version, left, [m for k, m in enumerate(self.moves) if k not in skip],
-                         [p for k, p in enumerate(self.pairs) if k not in skip])
-        self.kept = self.plan[2]
+        if self.plan_for[0] != kept or self.plan_for[1] != self.version:
+            self.plan_for = (kept, self.version)
+            self.plan_left = {field: record for field, record in kept if field in self.index}
+            skip = {self.index[field] for field in self.plan_left}
+            self.plan_moves = [m for k, m in enumerate(self.moves) if k not in skip]
+            self.plan_pairs = [p for k, p in enumerate(self.pairs) if k not in skip]
+        self.kept = self.plan_left
         if self.moves:
             memmove = _native.require()[0].memmove
-            for to, start, size in self.plan[3]:
+            for to, start, size in self.plan_moves:
                 memmove(to, start, size)
         else:
-            for copy, live in self.plan[4]:
+            for copy, live in self.plan_pairs:
                 np.copyto(copy, live)
 
     def keep_only(self, kept: Iterable[tuple[str, str]] = ()) -> None:
@@ -121,7 +126,7 @@ class FrameStart:
         for field in gone:
             copy, live = self.pairs[self.index[field]]
             np.copyto(copy, live)
-        if gone:  # (a new dict: the plan's is kept for the next frame)
+        if gone:  # (a new dict: plan_left serves the next frame)
             self.kept = {field: record for field, record in self.kept.items() if field not in gone}
 
     def load(self) -> None:

@@ -483,10 +483,10 @@ PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0,
 #if defined(__AVX2__)
 /* The x86-64-v3 build, 2D, a single still plane (a floor): four particles the block pre-pass
  * found near it (todo[0..3], movable; only the first `lanes` reported: a block's last one to
- * three fill the four by repeating the last, so they too take this path), in the common case, with the scalar loop's operations
- * in its order (so the same bits): each either clear of the plane (nothing to do) or in
- * contact once, pushed out by its depth (no push-out limit), not bouncing, with static or
- * kinetic friction, and clear after it. If any of the four is not that (limited push-out, a
+ * three fill the four by repeating the last, so they too take this path), in the common
+ * case, with the scalar loop's operations in its order (so the same bits): each either clear
+ * of the plane (nothing to do) or in contact once, pushed out by its depth (no push-out
+ * limit), not bouncing, with static or kinetic friction, and clear after it. If any of the four is not that (limited push-out, a
  * bounce, still inside after the contact), nothing is written and it returns 0: the scalar
  * loop takes the four. A resting particle's contact is a chain of roughly a hundred
  * dependent operations around a square root; four of them overlap. Inlined: called as a

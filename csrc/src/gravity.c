@@ -82,8 +82,7 @@ void ps_gravity_drag(double *force, double *vel, double *start_vel, const double
     double *copy = record ? start_vel : NULL;
 #if defined(__AVX2__)
     if (dim == 2) {
-        int i = copy ? gravity_drag_2d_avx(force, vel, copy, mass, inv_mass, gravity, n, drag)
-                     : gravity_drag_2d_avx(force, vel, NULL, mass, inv_mass, gravity, n, drag);
+        int i = gravity_drag_2d_avx(force, vel, copy, mass, inv_mass, gravity, n, drag);
         gravity_drag_impl(force + 2L * i, vel + 2L * i, copy ? copy + 2L * i : NULL, mass + i,
                           inv_mass + i, gravity, n - i, 2, drag);
         return;
