@@ -87,6 +87,7 @@ class Settings:
     _body_contact_iterations: int
     _threads: int
     dim: int
+    _changes = 0  # the checked assignments so far (pysoft._validate.Checked counts them)
 
     dt = _validate.Checked(lambda n, v: _validate.at_least(n, v, MIN_DT),
                            "Default frame length (s) of ``step()``, at least MIN_DT.")

@@ -166,7 +166,8 @@ T = TypeVar("T")
 class Checked(Generic[T]):
     """An attribute whose every assignment goes through ``check(name, value)``.
 
-    The checked value is kept in ``obj._<name>``, where hot code may read it.
+    The checked value is kept in ``obj._<name>``, where hot code may read it; ``obj._changes``
+    counts the assignments (a frame's plan holds while it stays: pysoft._frame).
     """
 
     def __init__(self, check: Callable[[str, Any], T], doc: str) -> None:
@@ -185,6 +186,7 @@ class Checked(Generic[T]):
 
     def __set__(self, obj: Any, value: Any) -> None:
         setattr(obj, self.slot, self.check(self.name, value))
+        obj._changes = getattr(obj, "_changes", 0) + 1
 
 
 def flag(name: str, value: Any) -> bool:

@@ -129,7 +129,7 @@ class World(Settings):
         # system that adds or removes one during step() changes the next frame, not this one
         self._systems: tuple[esper.Processor, ...] = tuple(cls(self.pipeline) for cls in STAGES)
         self._stages = self._systems  # while the run order is these, a frame may run in one call
-        self._frame = _frame.Frame(self.pipeline) if backend == "c" else None
+        self._frame = _frame.Frame(self.pipeline, self.store.clock) if backend == "c" else None
         self._stepping = False
         self._elapsed: tuple[tuple[Any, ...], list[float]] = ((), [])  # the last step's systems, seconds
 

@@ -114,7 +114,7 @@ def test_what_needs_the_stages_gets_them(name: str) -> None:
 
 def test_a_world_changes_between_one_call_frames() -> None:
     """Spawning, removing and retuning between frames: the next one-call frame sees it, as
-    the stages do (the ops are described again every frame)."""
+    the stages do (the ops are described again after a change)."""
     worlds = [scenes.boxes(200), scenes.boxes(200)]
     worlds[1].add_system(_Noop(), priority=50)
     for w in worlds:
@@ -130,6 +130,66 @@ def test_a_world_changes_between_one_call_frames() -> None:
         for _ in range(30):
             w.step()
     assert _state(worlds[0]) == _state(worlds[1])
+
+
+def _two_bodies(w: pysoft.World) -> None:
+    _rolling_box(w)
+    build.box(w, center=(-0.8, 0.4), size=(0.4, 0.3))
+
+
+def _first_body(w: pysoft.World) -> Any:
+    return w.body(int(w.store.bodies.view("entity")[0]))
+
+
+# Changes made between frames that leave every table's rows as they were: a one-call frame
+# asks only the terms that read the arrays' values for their calls again (``every_frame``)
+# while h, the tables and the settings stay as they were, so each of these must still reach it
+# (a change that returns a number: the frame length passed to step() from then on).
+CHANGES: dict[str, Callable[[pysoft.World], Any]] = {
+    "drag": lambda w: setattr(w, "drag", 0.5),
+    "dt (h)": lambda w: setattr(w, "dt", 1.0 / 90.0),
+    "a frame's length (h)": lambda w: 1.0 / 75.0,  # passed to step() from then on
+    "substeps": lambda w: setattr(w, "substeps", 12),
+    "threads": lambda w: setattr(w, "threads", 2),
+    "integrator": lambda w: setattr(w, "integrator", "explicit_euler"),
+    "contact iterations": lambda w: setattr(w, "contact_iterations", 1),
+    "restitution threshold": lambda w: setattr(w, "restitution_threshold", 3.0),
+    "body contact iterations": lambda w: setattr(w, "body_contact_iterations", 3),
+    "body collisions off": lambda w: setattr(w, "body_collisions", False),
+    "particle collisions on": lambda w: setattr(w, "particle_collisions", True),
+    "on_instability ignore": lambda w: setattr(w, "on_instability", "ignore"),
+    "gravity": lambda w: setattr(w, "gravity", (1.0, -3.0)),
+    "no rolling resistance": lambda w: setattr(_first_body(w), "rolling_resistance", 0.0),
+    "self collision": lambda w: setattr(_first_body(w), "self_collision", True),
+    "a collider's damping": lambda w: setattr(
+        w.collider(int(w.store.colliders.view("entity")[0])), "tangential_damping", 40.0),
+    "a collider starts moving": lambda w: setattr(  # from then on, frames of the stages
+        w.collider(int(w.store.colliders.view("entity")[1])), "velocity", (0.0, 0.2)),
+}
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_a_change_of_values_reaches_the_next_one_call_frame(name: str) -> None:
+    """Two copies of a scene (bodies touching each other, colliders with corners, rolling
+    resistance, a grab and a well), the second run by the stages; the change made to both
+    after 10 frames: the same bits after every frame and the same kernel calls, and every frame
+    of the first one foreign call (until a collider moves)."""
+    with _kernels.counting() as one:
+        fused = _world(_two_bodies)
+    with _kernels.counting() as staged_calls:
+        staged = _world(_two_bodies)
+    staged.add_system(_Noop(), priority=50)
+    dt = None
+    for frame in range(40):
+        if frame == 10:
+            dt = CHANGES[name](fused)
+            CHANGES[name](staged)
+        fused.step(dt)
+        staged.step(dt)
+        assert _state(fused) == _state(staged), f"frame {frame}"
+    calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
+    assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
+    assert one["run_frame"] == (10 if name == "a collider starts moving" else 40)
 
 
 def _blow_up(w: pysoft.World, system: _Noop | None) -> pysoft.InstabilityError:

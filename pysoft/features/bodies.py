@@ -270,6 +270,7 @@ class _RollingTerm:
     """Rolling resistance after the collide stage, for bodies on colliders (the contact
     impulses it reads are the colliders'); ``rolled`` restarts with them each frame."""
     label = "rolling resistance"  # its name in an InstabilityError
+    every_frame = True  # its ops restart ``rolled`` and read the rolling resistances
 
     def __init__(self, ctx: Context, B: Table, members: Table) -> None:
         self.ctx, self.B = ctx, B

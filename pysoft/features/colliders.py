@@ -189,6 +189,7 @@ class _CollideTerm:
     """Particles against colliders. On a frame's first substep it clears the contact report
     and refreshes ``keep = exp(-tangential_damping h)``; moving colliders advance first."""
     label = "particles against colliders"  # its name in an InstabilityError
+    every_frame = True  # its ops do a first substep's work and ask whether a collider moves
 
     def __init__(self, ctx: Context, C: Table, faces: Table) -> None:
         self.ctx, self.C, self.faces, self.P = ctx, C, faces, ctx.store.particles

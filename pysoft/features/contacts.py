@@ -83,6 +83,7 @@ class BodyContacts(NamedTuple):
 
 class _ContactTerm:
     label = "bodies against bodies"  # its name in an InstabilityError
+    every_frame = True  # its ops clear the contact report and read body 0's flags
 
     def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table,
                  pairs: Table, state: Table) -> None:
