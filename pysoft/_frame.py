@@ -9,10 +9,11 @@ constraints, no kinematic collider moving), the terms describe their calls as :c
 call runs every substep of the frame: the same kernels, in the same order, with the same
 arguments, so the same bits (``tests/test_frame.py`` compares both ways frame by frame). A
 term that cannot (its ``ops`` returns None) sends the frame down the stages. The terms are
-asked again when h, the tables' rows or the settings changed; in between, only those whose
-ops read the arrays' values or do a first substep's work (``every_frame``: the colliders,
-the body contacts, rolling resistance) are asked, and the frame reuses the calls it made
-(a 100-particle world's step 6.2 µs against 9.3 when every term was asked each frame). With
+asked again when h, the tables' rows or the settings changed; in between, the frame reuses
+the calls it made, and only the terms that do a first substep's work each frame and decide
+from the arrays' values whether they call (``frame_start``: the colliders, the body
+contacts, rolling resistance) are asked (a 100-particle world's step 5.0 µs against 9.3 when
+every term was asked each frame). With
 several threads, the ops whose kernels treat each particle row on its own (``Kernel.rows``)
 and follow each other form a group that each thread takes a range of rows through
 (``_group``; ``csrc/src/frame.c``).
@@ -106,8 +107,8 @@ class Frame:
         self.clock = clock  # the Store's: it advances with any change of any table's rows
         # what the ops were last made for: (h, substeps, the clock, the settings' changes)
         self.plan: tuple[Any, ...] = ()
-        self.asked: list[Any] = []  # the terms asked every frame (``every_frame``)
-        self.given: list[list[Op]] = []  # what they gave when the ops were last made
+        self.asked: list[Any] = []  # the terms with a ``frame_start``, asked every frame
+        self.marks: list[Any] = []  # what their ``frame_start`` said when the ops were made
         self.mover: Op | None = None  # pipeline.mover as the ops were last made
         ffi, self.lib = _native.require()
         self.ffi = ffi
@@ -125,12 +126,11 @@ class Frame:
         it runs, as its calls were last made (for pysoft._replay.FrameStart)."""
         return self.records[substeps != 1]
 
-    def make(self, h: float, substeps: int, given: dict[Any, list[Op]], start: Any) -> bool:
-        """Ask every term for its ops (those in ``given`` gave theirs already); False if one
-        cannot describe its calls."""
+    def make(self, h: float, substeps: int, start: Any) -> bool:
+        """Ask every term for its ops; False if one cannot describe its calls."""
         ops: list[Op] = []
         for term in self.terms:
-            got = given[term] if term in given else term.ops(h)
+            got = term.ops(h)
             if got is None:
                 self.plan = ()
                 return False
@@ -147,34 +147,34 @@ class Frame:
                 start.keep_only(self.kept(substeps))
         return True
 
-    def run(self, h: float, substeps: int, elapsed: list[float], start: Any = None) -> bool:
-        """Run the frame and add each stage's seconds to ``elapsed``; False (nothing ran) if a
+    def run(self, h: float, substeps: int, start: Any = None) -> bool:
+        """Run the frame (each stage's seconds in ``seconds``); False (nothing ran) if a
         term cannot describe its calls. ``start``: the FrameStart, whose fields left to their
         records (``kept``) are copied first when the calls changed so that they are not.
 
-        A term's ops depend on h, the tables' rows and the settings, except those of the terms
-        that say ``every_frame`` (they do a first substep's work and read the arrays' values):
-        while those four stay as they were and these terms give the same ops, the frame makes
-        the calls it made last time without asking the others."""
+        A term's ops depend on h, the tables' rows and the settings, and on what the
+        ``frame_start`` of the terms that have one said (it does a first substep's work and
+        reads the arrays' values; None: the frame runs the stages): while all of them stay,
+        the frame makes the calls it made last time without asking the terms again."""
         if not self.terms:
             self.terms = tuple(self.pipeline.terms())
             self.done = [t.done for t in self.terms if hasattr(t, "done")]
-            self.asked = [t for t in self.terms if getattr(t, "every_frame", False)]
+            self.asked = [t for t in self.terms if hasattr(t, "frame_start")]
         pipeline = self.pipeline
         pipeline.substep, pipeline.mover = 0, None
-        given = []
+        marks = []
         for term in self.asked:
-            got = term.ops(h)
-            if got is None:
+            mark = term.frame_start(h)
+            if mark is None:
                 return False
-            given.append(got)
+            marks.append(mark)
         plan = (h, substeps, self.clock.value, pipeline.settings._changes)
-        if plan == self.plan and given == self.given:
+        if plan == self.plan and marks == self.marks:
             pipeline.mover = self.mover
-        elif not self.make(h, substeps, dict(zip(self.asked, given, strict=True)), start):
-            return False
+        elif self.make(h, substeps, start):
+            self.plan, self.marks, self.mover = plan, marks, pipeline.mover
         else:
-            self.plan, self.given, self.mover = plan, given, pipeline.mover
+            return False
         seconds = self.seconds
         self.lib.ps_run_frame(self.array, len(self.ops), substeps, len(seconds), seconds,
                               pipeline.settings._threads)
@@ -185,8 +185,6 @@ class Frame:
         if self.counted:  # and the frame's one foreign call as itself
             self.counted[0].counter["run_frame"] += 1
         pipeline.substep = substeps - 1
-        for k, t in enumerate(self.ffi.unpack(seconds, min(len(elapsed), FINISH + 1))):
-            elapsed[k] += t
         return True
 
 

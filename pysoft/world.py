@@ -131,7 +131,7 @@ class World(Settings):
         self._stages = self._systems  # while the run order is these, a frame may run in one call
         self._frame = _frame.Frame(self.pipeline, self.store.clock) if backend == "c" else None
         self._stepping = False
-        self._elapsed: tuple[tuple[Any, ...], list[float]] = ((), [])  # the last step's systems, seconds
+        self._elapsed: tuple[tuple[Any, ...], Any] = ((), [])  # the last step's systems, seconds
 
     @property
     def time(self) -> float:
@@ -258,14 +258,14 @@ class World(Settings):
         dt = min(dt, self._max_dt)
         h = dt / self._substeps
         systems, pipeline = self._systems, self.pipeline
-        elapsed = [0.0] * len(systems)
         frame, start = self._frame if systems == self._stages else None, self._frame_start
+        elapsed: Any = frame.seconds if frame is not None else ()  # each stage's seconds, if it runs
         if watched := self._on_instability in ("raise", "warn"):  # where a replay would start
             start.save(frame.kept(self._substeps) if frame is not None else ())
-        pipeline.unstable, error = -1, None
-        self._stepping = True
+        pipeline.unstable, error, self._stepping = -1, None, True
         try:
-            if not (frame is not None and frame.run(h, self._substeps, elapsed, start)):
+            if not (frame is not None and frame.run(h, self._substeps, start)):
+                elapsed = [0.0] * len(systems)
                 start.keep_only()  # (the fields left to their records: pysoft._replay)
                 with self._ecs.entered():  # the stages (and the user's systems), one by one
                     pipeline.run(systems, h, elapsed)

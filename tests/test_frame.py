@@ -159,8 +159,7 @@ CHANGES: dict[str, Callable[[pysoft.World], Any]] = {
     "particle collisions on": lambda w: setattr(w, "particle_collisions", True),
     "on_instability ignore": lambda w: setattr(w, "on_instability", "ignore"),
     "gravity": lambda w: setattr(w, "gravity", (1.0, -3.0)),
-    "no rolling resistance": lambda w: setattr(_first_body(w), "rolling_resistance", 0.0),
-    "self collision": lambda w: setattr(_first_body(w), "self_collision", True),
+    "no rolling resistance": lambda w: w.store.bodies.view("rolling_resistance").fill(0.0),
     "a collider's damping": lambda w: setattr(
         w.collider(int(w.store.colliders.view("entity")[0])), "tangential_damping", 40.0),
     "a collider starts moving": lambda w: setattr(  # from then on, frames of the stages
@@ -168,28 +167,47 @@ CHANGES: dict[str, Callable[[pysoft.World], Any]] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CHANGES))
-def test_a_change_of_values_reaches_the_next_one_call_frame(name: str) -> None:
-    """Two copies of a scene (bodies touching each other, colliders with corners, rolling
-    resistance, a grab and a well), the second run by the stages; the change made to both
-    after 10 frames: the same bits after every frame and the same kernel calls, and every frame
-    of the first one foreign call (until a collider moves)."""
+def _lone_body(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+    build.ball(w, center=(0.0, 0.5), radius=0.3)
+
+
+def _same_after_a_change(fill: Callable[[pysoft.World], Any], change: Callable[[pysoft.World], Any],
+                         frames: int = 40) -> int:
+    """Two copies of a scene, the second run by the stages, ``change`` made to both after 10
+    frames: the same bits after every frame and the same kernel calls. Returns the frames
+    the first ran in one foreign call."""
     with _kernels.counting() as one:
-        fused = _world(_two_bodies)
+        fused = _world(fill)
     with _kernels.counting() as staged_calls:
-        staged = _world(_two_bodies)
+        staged = _world(fill)
     staged.add_system(_Noop(), priority=50)
     dt = None
-    for frame in range(40):
+    for frame in range(frames):
         if frame == 10:
-            dt = CHANGES[name](fused)
-            CHANGES[name](staged)
+            dt = change(fused)
+            change(staged)
         fused.step(dt)
         staged.step(dt)
         assert _state(fused) == _state(staged), f"frame {frame}"
     calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
     assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
-    assert one["run_frame"] == (10 if name == "a collider starts moving" else 40)
+    return one["run_frame"]
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_a_change_of_values_reaches_the_next_one_call_frame(name: str) -> None:
+    """A scene of bodies touching each other, colliders with corners, rolling resistance, a
+    grab and a well, changed after 10 frames: the frames in one call are those of the stages,
+    and every frame runs in one call (until a collider moves)."""
+    frames = _same_after_a_change(_two_bodies, CHANGES[name])
+    assert frames == (10 if name == "a collider starts moving" else 40)
+
+
+def test_a_lone_body_that_starts_colliding_with_itself_calls_the_contacts() -> None:
+    """The body-contact pass runs for a lone body only when it collides with itself, a flag
+    in the bodies' array (written without a change of rows)."""
+    assert _same_after_a_change(_lone_body, lambda w: setattr(_first_body(w), "self_collision", True)) == 40
 
 
 def _blow_up(w: pysoft.World, system: _Noop | None) -> pysoft.InstabilityError:

@@ -270,7 +270,6 @@ class _RollingTerm:
     """Rolling resistance after the collide stage, for bodies on colliders (the contact
     impulses it reads are the colliders'); ``rolled`` restarts with them each frame."""
     label = "rolling resistance"  # its name in an InstabilityError
-    every_frame = True  # its ops restart ``rolled`` and read the rolling resistances
 
     def __init__(self, ctx: Context, B: Table, members: Table) -> None:
         self.ctx, self.B = ctx, B
@@ -298,12 +297,17 @@ class _RollingTerm:
         if self.rolling:
             self.call(self.B.n, self.ctx.dim)
 
-    def ops(self, h: float) -> list[Op]:
-        """As on a frame's first substep, and the call of every substep."""
+    def frame_start(self, h: float) -> bool:
+        """A one-call frame's first substep; whether there is a call (whether a body has a
+        rolling resistance)."""
         if not self.present():
-            return []
+            return False
         self.first_substep()
-        if not self.rolling:
+        return self.rolling
+
+    def ops(self, h: float) -> list[Op]:
+        """The call of every substep, after ``frame_start``."""
+        if not (self.rolling and self.present()):
             return []
         return [cached(self, "rolling", self.call, COLLIDE).set(self.B.n, self.ctx.dim)]
 

@@ -189,7 +189,6 @@ class _CollideTerm:
     """Particles against colliders. On a frame's first substep it clears the contact report
     and refreshes ``keep = exp(-tangential_damping h)``; moving colliders advance first."""
     label = "particles against colliders"  # its name in an InstabilityError
-    every_frame = True  # its ops do a first substep's work and ask whether a collider moves
 
     def __init__(self, ctx: Context, C: Table, faces: Table) -> None:
         self.ctx, self.C, self.faces, self.P = ctx, C, faces, ctx.store.particles
@@ -230,13 +229,18 @@ class _CollideTerm:
             advance_colliders(C, h)
         self.sweep(h, clear=first)
 
-    def ops(self, h: float) -> list[Op] | None:
-        """As on a frame's first substep, and the call of every substep (a new contact report
-        on the first); None while a collider moves (it advances from Python)."""
+    def frame_start(self, h: float) -> bool | None:
+        """A one-call frame's first substep before the sweep (``first_substep``); None while
+        a collider moves (it advances from Python: the frame runs the stages)."""
         if not self.C.n:
-            return []
+            return False
         self.first_substep(h)
-        return None if self.moving else [self.op(h)]
+        return None if self.moving else True
+
+    def ops(self, h: float) -> list[Op]:
+        """The call of every substep (a new contact report on the first), after
+        ``frame_start``."""
+        return [self.op(h)] if self.C.n else []
 
     def op(self, h: float, key: str = "collide", after: Op | None = None) -> Op:
         """The sweep as an op: on a frame's first substep a new contact report (``clear``,

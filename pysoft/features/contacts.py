@@ -83,7 +83,6 @@ class BodyContacts(NamedTuple):
 
 class _ContactTerm:
     label = "bodies against bodies"  # its name in an InstabilityError
-    every_frame = True  # its ops clear the contact report and read body 0's flags
 
     def __init__(self, ctx: Context, work: Table, buckets: Table, entries: Table, edges: Table,
                  pairs: Table, state: Table) -> None:
@@ -138,9 +137,14 @@ class _ContactTerm:
         if (args := self.arguments(h)) is not None:
             self.call(*args)
 
-    def ops(self, h: float) -> list[Op]:
-        """As on a frame's first substep, and the call of every substep."""
+    def frame_start(self, h: float) -> bool:
+        """A one-call frame's first substep: a new report; whether there is a call (it reads
+        body 0's flags)."""
         self.first_substep()
+        return self.arguments(h) is not None
+
+    def ops(self, h: float) -> list[Op]:
+        """The call of every substep, after ``frame_start``."""
         args = self.arguments(h)
         return [] if args is None else [cached(self, "contacts", self.call, COLLIDE).set(*args)]
 
