@@ -5,18 +5,17 @@ foreign call per pass per substep. When the frame needs nothing but those calls 
 backend, no systems of the user's, integrator "symplectic_euler" or "explicit_euler",
 ``on_instability`` not "clamp", and every term able to say what it would call: no XPBD
 constraints, no kinematic collider moving), the terms describe their calls as :class:`Op`
-(``term.ops(h)``, which also does what the term does on a frame's first substep), and one
-call runs every substep of the frame: the same kernels, in the same order, with the same
-arguments, so the same bits (``tests/test_frame.py`` compares both ways frame by frame). A
-term that cannot (its ``ops`` returns None) sends the frame down the stages. The terms are
-asked again when h, the tables' rows or the settings changed; in between, the frame reuses
-the calls it made, and only the terms that do a first substep's work each frame and decide
-from the arrays' values whether they call (``frame_start``: the colliders, the body
-contacts, rolling resistance) are asked (a 100-particle world's step 5.0 µs against 9.3 when
-every term was asked each frame). With
-several threads, the ops whose kernels treat each particle row on its own (``Kernel.rows``)
-and follow each other form a group that each thread takes a range of rows through
-(``_group``; ``csrc/src/frame.c``).
+(``term.ops(h)``), and one call runs every substep of the frame: the same kernels, in the
+same order, with the same arguments, so the same bits (``tests/test_frame.py`` compares both
+ways frame by frame). A term that cannot (its ``ops`` returns None) sends the frame down the
+stages. The terms that do a first substep's work each frame and decide from the arrays'
+values whether they call (the colliders, the body contacts, rolling resistance) do it in
+``frame_start(h)``, every frame; the others are asked for their ops again only when h, the
+tables' rows or the settings changed, or a ``frame_start`` answered otherwise: in between,
+the frame reuses the calls it made (a 100-particle world's step 5.0 µs against 9.3 when
+every term was asked each frame). With several threads, the ops whose kernels treat each
+particle row on its own (``Kernel.rows``) and follow each other form a group that each
+thread takes a range of rows through (``_group``; ``csrc/src/frame.c``).
 """
 
 from __future__ import annotations

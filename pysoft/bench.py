@@ -184,8 +184,8 @@ def bench_scene(particles: int, rounds: int = 5, numpy_frames: int = 3) -> dict[
 
     def at(threads: int, fn: Callable[[], None]) -> Callable[[], None]:
         """fn on ``threads`` threads, the count set at the first call of each block of calls
-        (a change of settings has the next frame ask its terms for their calls again, as
-        once in a game that changes it, not at every step)."""
+        (a changed setting has the next frame ask every term for its calls again: a game
+        pays that once when it changes the count, not at every step)."""
         def call() -> None:
             if world.threads != threads:
                 world.threads = threads
