@@ -255,6 +255,7 @@ static int crossings(const double *pos, const int32_t *o, int m, double x, doubl
     const double *a = pos + 2L * o[m - 1];
 #if defined(__AVX2__)
     const __m256d vx = _mm256_set1_pd(x), vy = _mm256_set1_pd(y), zero = _mm256_setzero_pd();
+    __m256d odd = zero;  /* per lane, the parity of its hits (in the sign bit) */
     for (; j + 4 <= m; j += 4) {
         /* rows [b0, b2] and [b1, b3] of the ends b_k = o[j + k], a_k = o[j + k - 1] */
         long a0 = a - pos, a1 = 2L * o[j], a2 = 2L * o[j + 1], a3 = 2L * o[j + 2];
@@ -271,9 +272,10 @@ static int crossings(const double *pos, const int32_t *o, int m, double x, doubl
         __m256d left = _mm256_or_pd(
             _mm256_and_pd(_mm256_cmp_pd(c, zero, _CMP_LT_OQ), _mm256_cmp_pd(dy, zero, _CMP_GT_OQ)),
             _mm256_and_pd(_mm256_cmp_pd(c, zero, _CMP_GT_OQ), _mm256_cmp_pd(dy, zero, _CMP_LT_OQ)));
-        inside ^= __builtin_popcount((unsigned)_mm256_movemask_pd(_mm256_and_pd(straddle, left))) & 1;
+        odd = _mm256_xor_pd(odd, _mm256_and_pd(straddle, left));
         a = pos + 2L * o[j + 3];
     }
+    inside = __builtin_popcount((unsigned)_mm256_movemask_pd(odd)) & 1;
 #endif
     int above = a[1] > y;
     for (; j < m; j++) {
