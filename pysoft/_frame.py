@@ -131,7 +131,6 @@ class Frame:
         for term in self.terms:
             got = term.ops(h)
             if got is None:
-                self.plan = ()
                 return False
             ops += got
         if ops != self.ops:  # another list (Ops compare by identity): new pointers to them
@@ -173,6 +172,7 @@ class Frame:
         elif self.make(h, substeps, start):
             self.plan, self.marks, self.mover = plan, marks, pipeline.mover
         else:
+            self.plan = ()  # no calls kept: the next frame asks every term again
             return False
         seconds = self.seconds
         self.lib.ps_run_frame(self.array, len(self.ops), substeps, len(seconds), seconds,

@@ -61,24 +61,37 @@ def _world(fill: Callable[[pysoft.World], Any], **args: Any) -> pysoft.World:
     return w
 
 
-@pytest.mark.parametrize("name", list(SCENES))
-def test_a_frame_in_one_call_is_the_frame_of_the_stages(name: str) -> None:
-    """Two copies of a scene, one with a system of the user's (so the stages run it), 120
-    frames: every particle and body field the passes write is equal bit for bit after every
-    frame, and both made the same kernel calls (the one-call frame counts each kernel its
-    ops ran); the one-call world made one foreign call a frame."""
+def _fused_and_staged(make: Callable[[], pysoft.World], frames: int,
+                      change: Callable[[pysoft.World], Any] | None = None) -> int:
+    """Two copies of a scene, the second with a system of the user's (so the stages run it),
+    ``change`` (if any) made to both after 10 frames: every particle and body field the passes
+    write is equal bit for bit after every frame, and both made the same kernel calls (the
+    one-call frame counts each kernel its ops ran), the second none in one call. Returns the
+    frames the first ran in one foreign call."""
     with _kernels.counting() as one:
-        fused = SCENES[name]()
+        fused = make()
     with _kernels.counting() as staged_calls:
-        staged = SCENES[name]()
+        staged = make()
     staged.add_system(_Noop(), priority=50)
-    for frame in range(120):
-        fused.step()
-        staged.step()
+    dt = None
+    for frame in range(frames):
+        if frame == 10 and change is not None:
+            dt = change(fused)
+            change(staged)
+        fused.step(dt)
+        staged.step(dt)
         assert _state(fused) == _state(staged), f"frame {frame}"
     calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
     assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
-    assert one["run_frame"] == 120 and "run_frame" not in staged_calls
+    assert "run_frame" not in staged_calls
+    return one["run_frame"]
+
+
+@pytest.mark.parametrize("name", list(SCENES))
+def test_a_frame_in_one_call_is_the_frame_of_the_stages(name: str) -> None:
+    """120 frames of each scene both ways are the same; the one-call world made one foreign
+    call a frame."""
+    assert _fused_and_staged(SCENES[name], 120) == 120
 
 
 def _moving(w: pysoft.World) -> None:
@@ -141,9 +154,9 @@ def _first_body(w: pysoft.World) -> Any:
     return w.body(int(w.store.bodies.view("entity")[0]))
 
 
-# Changes made between frames that leave every table's rows as they were: a one-call frame
-# asks only the terms that read the arrays' values for their calls again (``every_frame``)
-# while h, the tables and the settings stay as they were, so each of these must still reach it
+# Changes made between frames that leave every table's rows as they were: while h, the tables
+# and the settings stay as they were, a one-call frame asks only the terms with a
+# ``frame_start`` (which read the arrays' values) again, so each of these must still reach it
 # (a change that returns a number: the frame length passed to step() from then on).
 CHANGES: dict[str, Callable[[pysoft.World], Any]] = {
     "drag": lambda w: setattr(w, "drag", 0.5),
@@ -172,42 +185,22 @@ def _lone_body(w: pysoft.World) -> None:
     build.ball(w, center=(0.0, 0.5), radius=0.3)
 
 
-def _same_after_a_change(fill: Callable[[pysoft.World], Any], change: Callable[[pysoft.World], Any],
-                         frames: int = 40) -> int:
-    """Two copies of a scene, the second run by the stages, ``change`` made to both after 10
-    frames: the same bits after every frame and the same kernel calls. Returns the frames
-    the first ran in one foreign call."""
-    with _kernels.counting() as one:
-        fused = _world(fill)
-    with _kernels.counting() as staged_calls:
-        staged = _world(fill)
-    staged.add_system(_Noop(), priority=50)
-    dt = None
-    for frame in range(frames):
-        if frame == 10:
-            dt = change(fused)
-            change(staged)
-        fused.step(dt)
-        staged.step(dt)
-        assert _state(fused) == _state(staged), f"frame {frame}"
-    calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k != "run_frame"}
-    assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:")}
-    return one["run_frame"]
-
-
 @pytest.mark.parametrize("name", list(CHANGES))
 def test_a_change_of_values_reaches_the_next_one_call_frame(name: str) -> None:
     """A scene of bodies touching each other, colliders with corners, rolling resistance, a
     grab and a well, changed after 10 frames: the frames in one call are those of the stages,
     and every frame runs in one call (until a collider moves)."""
-    frames = _same_after_a_change(_two_bodies, CHANGES[name])
+    frames = _fused_and_staged(lambda: _world(_two_bodies), 40, CHANGES[name])
     assert frames == (10 if name == "a collider starts moving" else 40)
 
 
 def test_a_lone_body_that_starts_colliding_with_itself_calls_the_contacts() -> None:
     """The body-contact pass runs for a lone body only when it collides with itself, a flag
     in the bodies' array (written without a change of rows)."""
-    assert _same_after_a_change(_lone_body, lambda w: setattr(_first_body(w), "self_collision", True)) == 40
+    def collide_with_itself(w: pysoft.World) -> None:
+        _first_body(w).self_collision = True
+
+    assert _fused_and_staged(lambda: _world(_lone_body), 40, collide_with_itself) == 40
 
 
 def _blow_up(w: pysoft.World, system: _Noop | None) -> pysoft.InstabilityError:
