@@ -14,17 +14,17 @@ True
 """
 
 from pysoft import _native, build
-from pysoft._ecs import RemovedError
 from pysoft._pipeline import Priority
-from pysoft._store import CapacityError
+from pysoft._store import CapacityError, RemovedError
 from pysoft.features.bodies import Pressure, ShapeMatching, SoftBody
 from pysoft.features.colliders import Collider
 from pysoft.features.constraints import DistanceConstraint, VolumeConstraint
 from pysoft.features.gravity import GravityWell
 from pysoft.features.particles import Particle
 from pysoft.features.springs import Spring
+from pysoft.many import StepManyError, step_many
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
-from pysoft.world import INTEGRATORS, Contacts, InstabilityError, World
+from pysoft.world import INTEGRATORS, ClosedError, ConcurrentUseError, Contacts, InstabilityError, World
 
 __version__ = "0.1.0"
 C_AVAILABLE = _native.AVAILABLE
@@ -34,7 +34,9 @@ __all__ = [
     "INTEGRATORS",
     "Box",
     "CapacityError",
+    "ClosedError",
     "Collider",
+    "ConcurrentUseError",
     "Contacts",
     "Disc",
     "DistanceConstraint",
@@ -51,8 +53,10 @@ __all__ = [
     "SoftBody",
     "Sphere",
     "Spring",
+    "StepManyError",
     "VolumeConstraint",
     "World",
     "__version__",
     "build",
+    "step_many",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft._store import Field, Table
+from pysoft._store import Field, Store, Table
 
 
 def batches(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,12 +54,13 @@ class Batches:
     Particles are named by entity (``ends``), so their rows may move freely.
     """
 
-    def __init__(self, table: Table, max_colours: int = 1 << 20) -> None:
+    def __init__(self, table: Table, store: Store, max_colours: int = 1 << 20) -> None:
         self.table = table
-        self.order = Table(f"{table.name}.order", {"row": Field((), np.int32)},
-                           table.capacity).arrays["row"]
-        self.start = Table(f"{table.name}.batches", {"start": Field((), np.int32)},
-                           max_colours + 1).arrays["start"]
+        self.order = store.work_table(f"{table.name}.order", {"row": Field((), np.int32)},
+                                      table.capacity, exact=True).arrays["row"]
+        # (no more colours than constraints)
+        self.start = store.work_table(f"{table.name}.batches", {"start": Field((), np.int32)},
+                                      min(max_colours, table.capacity) + 1, exact=True).arrays["start"]
         self.colours = 0  # batches in use (the last one is never empty)
         self.masks: dict[int, int] = {}  # particle entity -> bit mask of the colours it is in
         self.recounts = 0  # full recounts so far (bulk additions)

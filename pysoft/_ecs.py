@@ -18,7 +18,9 @@ kinds) when there are none, and removed with the World's cascade.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -28,14 +30,10 @@ import esper
 import numpy as np
 
 from pysoft import _validate
-from pysoft._store import Table
+from pysoft._store import RemovedError, Table
 
 _contexts = itertools.count(1)
 ID_RANGE = 1 << 32  # entity ids of the k-th world of its own context: k * ID_RANGE + 1, ...
-
-
-class RemovedError(KeyError):
-    """A component or entity was used after it was removed from its world."""
 
 
 class RowView:
@@ -106,77 +104,182 @@ class Vector:
         arr[view.row] = _validate.vector(self.name, value, arr.shape[1])
 
 
+# esper 3 keeps each context as a tuple in ``esper._context_map``: (entity counter,
+# components by kind, entities, deferred deletions, two query caches, processors, ...). Its
+# dicts and sets are the module globals of whichever context is current (``switch_world``
+# loads them, not copies), so a context's tables can be read and written through its tuple
+# whether it is current or not, without a switch (indices below).
+_COUNT, _KINDS, _ENTITIES, _DEAD, _CACHE, _CACHES = range(6)
+
+# Held around every switch of esper's current context that pysoft makes (a frame that runs
+# systems of the user's, which expect their world's context to be current) and around
+# pysoft's writes to a context shared with the game: one thread at a time, and the previous
+# context is restored before the lock is released. Nothing else in pysoft switches contexts.
+_SWITCH = threading.RLock()
+
+
+def _new_context(count: itertools.count[int]) -> tuple[Any, ...]:
+    """An empty esper 3 context tuple (as ``esper.switch_world`` makes one)."""
+    return (count, {}, {}, set(), {}, {}, [], {}, False, {}, {})
+
+
 def _drop_context(name: str) -> None:
-    if name in esper.list_worlds() and esper.current_world != name:
-        esper.delete_world(name)
+    """Forget a world's own context (its finaliser: the context is never current then)."""
+    if esper._current_world != name:
+        esper._context_map.pop(name, None)
 
 
 class Ecs:
-    """One world's esper context and its registry of pysoft components."""
+    """One world's esper context and its registry of pysoft components.
+
+    Entities are created and deleted in the context's own tables (see ``_COUNT``), never by
+    switching esper to it, so two worlds built or stepped in two threads never touch each
+    other's context or esper's current one; only :meth:`entered` switches (for the user's
+    systems), under the process-wide ``_SWITCH`` lock.
+    """
 
     def __init__(self, context: str | None) -> None:
         if context is not None and not isinstance(context, str):
             raise ValueError(f"context must be a string or None, got {context!r}")
         number = next(_contexts)
         self.context = context if context is not None else f"pysoft.world.{number}"
+        self.shared = context is not None
         self.components: dict[int, RowView] = {}
         self.counts: dict[type, int] = {}
-        if context is None:
-            weakref.finalize(self, _drop_context, self.context)
+        self.journal: list[np.ndarray] | None = None  # what create() made, while one is kept
         # the first entity id of this world's own range (0 in a game's context); snapshots save
         # ids relative to it, so a blob restores into a world built the same way
         self.base = number * ID_RANGE if context is None else 0
-        with self.entered():  # creates the esper context now
-            if context is None:
-                # A context of our own numbers its entities from number * ID_RANGE: an id
-                # from another pysoft world is never alive in this one (a game's context, shared
-                # with its own entities, keeps esper's numbering)
-                esper._entity_count = itertools.count(start=self.base + 1)
+        if context is None:
+            # A context of our own numbers its entities from number * ID_RANGE: an id from
+            # another pysoft world is never alive in this one (a game's context, shared with
+            # its own entities, keeps esper's numbering)
+            esper._context_map[self.context] = _new_context(itertools.count(start=self.base + 1))
+            self._finalizer = weakref.finalize(self, _drop_context, self.context)
+        else:
+            with _SWITCH:
+                esper._context_map.setdefault(self.context, _new_context(itertools.count(start=1)))
+
+    def _tables(self) -> tuple[Any, ...]:
+        """The context's (counter, components by kind, entities, deferred deletions, caches).
+
+        A shared context that is current may have had its counter replaced by the game
+        (``esper.clear_database``): the module's is the live one then."""
+        tables = esper._context_map[self.context]
+        if self.shared and esper._current_world == self.context:
+            return (esper._entity_count, *tables[1:6])
+        return tables[:6]
 
     @contextmanager
     def entered(self) -> Iterator[None]:
-        """Switch esper to this world's context and back."""
-        previous = esper.current_world
-        if previous == self.context:
-            yield
-            return
-        esper.switch_world(self.context)
-        try:
-            yield
-        finally:
-            esper.switch_world(previous)
+        """Make this world's context esper's current one (for the user's systems) and restore
+        the previous one, holding ``_SWITCH`` throughout."""
+        with _SWITCH:
+            previous = esper._current_world
+            if previous == self.context:
+                yield
+                return
+            esper.switch_world(self.context)
+            try:
+                yield
+            finally:
+                esper.switch_world(previous)
 
     def create(self, count: int, make: Callable[[], RowView]) -> np.ndarray:
-        """``count`` esper entities, each with a new component ``make()``; returns their ids."""
+        """``count`` esper entities, each with a new component ``make()``; returns their ids.
+        If it fails part-way (``make`` raising, MemoryError), none is left behind."""
         entities = np.empty(count, dtype=np.int64)
         registry = self.components
-        with self.entered():
-            create = esper.create_entity
-            for i in range(count):
-                component = make()
-                component.entity = entities[i] = create(component)
-                registry[component.entity] = component
+        made = 0
+        lock = _SWITCH if self.shared else contextlib.nullcontext()
+        with lock:
+            counter, kinds, table, _, cache, caches = self._tables()
+            try:
+                for i in range(count):
+                    component = make()
+                    e = next(counter)
+                    kind = type(component)
+                    table[e] = {kind: component}
+                    kinds.setdefault(kind, set()).add(e)
+                    component.entity = entities[i] = e
+                    registry[e] = component
+                    made += 1
+            except BaseException:
+                self._forget(entities[:made].tolist(), kinds, table)
+                raise
+            finally:
+                cache.clear()
+                caches.clear()
         if count:
             kind = type(registry[int(entities[0])])
             self.counts[kind] = self.counts.get(kind, 0) + count
+            if self.journal is not None:
+                self.journal.append(entities)
         return entities
+
+    @contextmanager
+    def journaled(self) -> Iterator[list[np.ndarray]]:
+        """Keep, in the list it yields, the entity arrays create() makes within the block
+        (the outermost block's list when blocks nest)."""
+        if self.journal is not None:
+            yield self.journal
+            return
+        self.journal = []
+        try:
+            yield self.journal
+        finally:
+            self.journal = None
 
     def add_component(self, entity: int, component: Any) -> None:
         """Attach a further component (a body model) to an entity."""
-        with self.entered():
-            esper.add_component(entity, component)
+        lock = _SWITCH if self.shared else contextlib.nullcontext()
+        with lock:
+            _, kinds, table, _, cache, caches = self._tables()
+            kind = type(component)
+            table[entity][kind] = component
+            kinds.setdefault(kind, set()).add(entity)
+            cache.clear()
+            caches.clear()
 
     def delete(self, entities: Iterable[int]) -> None:
-        """Forget ``entities`` and delete them from esper now (also if esper had them pending)."""
-        with self.entered():
-            dead = esper._dead_entities  # esper 3's deferred deletions (see ghosts())
+        """Forget ``entities`` and delete them from esper now (also if esper had them pending).
+        An entity whose pysoft component was removed through esper keeps the rest."""
+        lock = _SWITCH if self.shared else contextlib.nullcontext()
+        with lock:
+            _, kinds, table, dead, cache, caches = self._tables()
+            gone = []
             for e in entities:
                 component = self.components.pop(e)
                 self.counts[type(component)] -= 1
                 dead.discard(e)
-                # An entity whose pysoft component was removed through esper keeps the rest.
-                if esper.entity_exists(e) and esper.has_component(e, type(component)):
-                    esper.delete_entity(e, immediate=True)
+                if type(component) in table.get(e, ()):
+                    gone.append(e)
+            self._forget(gone, kinds, table)
+            cache.clear()
+            caches.clear()
+
+    def _forget(self, entities: list[int], kinds: dict[type, set[int]],
+                table: dict[int, dict[type, Any]]) -> None:
+        """Delete ``entities`` from the context's tables (as esper's immediate deletion) and
+        from the registry."""
+        for e in entities:
+            self.components.pop(e, None)
+            for kind in table.pop(e, {}):
+                have = kinds.get(kind)
+                if have is not None:
+                    have.discard(e)
+                    if not have:
+                        del kinds[kind]
+
+    def close(self) -> None:
+        """Delete this world's entities from a shared context, or drop its own context."""
+        if self.shared:
+            kinds = {type(c) for c in self.components.values()}
+            self.delete(list(self.components))
+            self.counts = dict.fromkeys(kinds, 0)
+        else:
+            self._finalizer()
+            self.components.clear()
 
     def get(self, entity: Any, kind: type[V], what: str, name: str = "entity") -> V:
         """The ``kind`` component of ``entity``; KeyError naming the argument otherwise."""
@@ -196,15 +299,10 @@ class Ecs:
         """Entities of ours that esper deleted (``esper.delete_entity``, pending or done) or
         whose pysoft component was removed through esper, ascending.
 
-        Reads esper 3's per-context tables (``_components``, ``_dead_entities``: the module's
-        while this context is esper's current one, else those ``_context_map`` keeps for it,
-        so no switch): O(number of component kinds) when nothing was deleted behind our back.
+        Reads the context's tables (no switch): O(number of component kinds) when nothing was
+        deleted behind our back.
         """
-        if esper.current_world == self.context:
-            kinds, dead = esper._components, esper._dead_entities
-        else:
-            saved = esper._context_map[self.context]  # (count, components, entities, dead, ...)
-            kinds, dead = saved[1], saved[3]
+        _, kinds, _, dead, _, _ = self._tables()
         found = {e for e in dead if e in self.components} if dead else set()
         for kind, count in self.counts.items():
             have = kinds.get(kind, ())

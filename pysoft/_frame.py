@@ -119,6 +119,12 @@ class Frame:
         self.done: list[Callable[[], None]] = []
         # of RECORDS, those ``ops`` make: (field, record) in a frame of one substep, of more
         self.records: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = ((), ())
+        # the frame as ps_run_worlds runs it (``runs``), what it was made for, and the arrays
+        # its pointers reach
+        self.world = ffi.new("ps_world *")
+        self.runs_key: tuple[Any, ...] = ()
+        self.repeats = False
+        self.kept_alive: Any = None
 
     def kept(self, substeps: int) -> tuple[tuple[str, str], ...]:
         """The particles' fields (field, record) whose start a frame of ``substeps`` records as
@@ -148,7 +154,18 @@ class Frame:
     def run(self, h: float, substeps: int, start: Any = None) -> bool:
         """Run the frame (each stage's seconds in ``seconds``); False (nothing ran) if a
         term cannot describe its calls. ``start``: the FrameStart, whose fields left to their
-        records (``kept``) are copied first when the calls changed so that they are not.
+        records (``kept``) are copied first when the calls changed so that they are not."""
+        if not self.prepare(h, substeps, start):
+            return False
+        self.lib.ps_run_frame(self.array, len(self.ops), substeps, len(self.seconds), self.seconds,
+                              self.pipeline.settings._threads)
+        self.finish(substeps)
+        return True
+
+    def prepare(self, h: float, substeps: int, start: Any = None) -> bool:
+        """What ``run`` does before its call: the first substep's work of the terms that have a
+        ``frame_start``, and the calls (the last ones, or asked for again); False if a term
+        cannot describe its calls (nothing was called then, but ``frame_start``).
 
         A term's ops depend on h, the tables' rows and the settings, and on what the
         ``frame_start`` of the terms that have one said (it does a first substep's work and
@@ -174,17 +191,57 @@ class Frame:
         else:
             self.plan = ()  # no calls kept: the next frame asks every term again
             return False
-        seconds = self.seconds
-        self.lib.ps_run_frame(self.array, len(self.ops), substeps, len(seconds), seconds,
-                              pipeline.settings._threads)
+        return True
+
+    def finish(self, substeps: int) -> None:
+        """What ``run`` does after its call (also after several frames run in one call)."""
         for done in self.done:
             done()
         for op in self.counted:  # each kernel call counts as if the stages had made it
             op.ran()
         if self.counted:  # and the frame's one foreign call as itself
             self.counted[0].counter["run_frame"] += 1
-        pipeline.substep = substeps - 1
-        return True
+        self.pipeline.substep = substeps - 1
+
+    def between(self) -> list[tuple[Any, int]] | None:
+        """What a later frame's ``frame_start`` of the asked terms does to the arrays when h,
+        the rows, the settings and the values they read stay as they were for this one: fills,
+        as (array, byte); None if a term cannot say (then each frame starts from Python)."""
+        fills: list[tuple[Any, int]] = []
+        for term in self.asked:
+            between = getattr(term, "between", None)
+            if between is None:
+                return None
+            fills += between()
+        return fills
+
+    def runs(self, frames: int, start: Any, watched: bool) -> Any:
+        """After ``prepare``: this frame's calls as a ``ps_world`` for ``ps_run_worlds``
+        (pysoft._many), to run up to ``frames`` frames, or one if ``between`` cannot say what
+        happens between them. Before each later frame it makes the FrameStart's copies (when
+        the world is ``watched``: its frames' starts are saved for a replay) and the fills of
+        ``between``; it stops after a frame whose scan found an unstable particle. Made again
+        only when the calls, the terms' answers or the FrameStart's plan change."""
+        key = (self.plan, tuple(self.marks), start.plan_for if watched else None, frames > 1)
+        if key != self.runs_key:
+            between = self.between() if frames > 1 else []
+            self.repeats = between is not None
+            moves = list(start.plan_moves) if watched and frames > 1 and between is not None else []
+            fills = [(self.ffi.from_buffer(view), view.nbytes, byte) for view, byte in between or []]
+            copies = self.ffi.new("ps_copy[]", max(1, len(moves) + len(fills)))
+            for k, (to, source, size) in enumerate(moves):
+                copies[k].to, copies[k].source, copies[k].bytes = to, source, size
+            for k, (to, size, byte) in enumerate(fills, len(moves)):
+                c = copies[k]
+                c.to, c.source, c.bytes, c.fill = to, self.ffi.NULL, size, byte
+            w = self.world
+            w.ops, w.nops, w.nstages, w.seconds = self.array, len(self.ops), len(self.seconds), self.seconds
+            w.between, w.nbetween = copies, len(moves) + len(fills)
+            w.scan = next((k for k, op in enumerate(self.ops) if op.name == "find_unstable"), -1)
+            self.runs_key, self.kept_alive = key, (copies, moves, fills)
+        w = self.world
+        w.substeps, w.frames = self.plan[1], frames if self.repeats else 1
+        return w
 
 
 # The particles' fields a frame's calls may record as they run, where an instability replay

@@ -21,6 +21,7 @@ import importlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,19 +81,21 @@ def register(*kernels: Kernel) -> None:
 
 # -- counting foreign calls (tests and the benchmark) ----------------------------
 
-_counter: Counter[str] | None = None
+# the counter of the innermost counting() block of this thread (a context variable: a world
+# bound in another thread at the same time is not counted)
+_counter: ContextVar[Counter[str] | None] = ContextVar("pysoft_kernel_counter", default=None)
 
 
 @contextmanager
 def counting() -> Iterator[Counter[str]]:
-    """Count, by kernel name, the calls made through kernels bound inside this block, and
-    (as ``"bind:<name>"``) the bindings made in it."""
-    global _counter
-    previous, _counter = _counter, Counter()
+    """Count, by kernel name, the calls made through kernels bound inside this block (in this
+    thread), and (as ``"bind:<name>"``) the bindings made in it."""
+    counter: Counter[str] = Counter()
+    token = _counter.set(counter)
     try:
-        yield _counter
+        yield counter
     finally:
-        _counter = previous
+        _counter.reset(token)
 
 
 def _counted(name: str, fn: Callable[..., Any], counter: Counter[str]) -> Callable[..., Any]:
@@ -180,11 +183,12 @@ class Bound:
                     for a in ordered]
         else:
             raise ValueError(f"backend must be 'c' or 'python', got {backend!r}")
-        if _counter is not None:
-            _counter["bind:" + name] += 1
-            fn = _counted(name, fn, _counter)
+        counter = _counter.get()
+        if counter is not None:
+            counter["bind:" + name] += 1
+            fn = _counted(name, fn, counter)
         call: Any = functools.partial(fn, *args)
-        call.kernel, call.counter = name, _counter  # for pysoft._frame.Op
+        call.kernel, call.counter = name, counter  # for pysoft._frame.Op
         call.row_bytes = [_row_bytes(a, arg.shape) for a, arg in zip(ordered, kernel.arrays, strict=True)]
         self.call: Callable[..., Any] = call
 

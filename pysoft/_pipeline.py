@@ -26,13 +26,15 @@ from __future__ import annotations
 
 from enum import IntEnum
 from time import perf_counter
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import esper
 import numpy as np
 
 from pysoft import _validate
 from pysoft._constants import MAX_THREADS
+
+T = TypeVar("T")
 
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
 # Bounds of the step settings: a frame shorter than MIN_DT (s) is no frame (``step`` does
@@ -135,6 +137,54 @@ class Settings:
     @gravity.setter
     def gravity(self, value: Any) -> None:
         self._gravity[:] = _validate.vector("gravity", value, self.dim)  # kernels hold this array
+
+
+class Forwarded(Generic[T]):
+    """An attribute of a World that reads and assigns its Settings (``obj._settings``, where
+    each assignment is checked)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__doc__ = getattr(Settings, name).__doc__
+
+    def __get__(self, obj: Any, owner: Any = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]  # the descriptor, for help()
+        value: T = getattr(obj._settings, self.name)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj._settings, self.name, value)
+
+
+class WorldSettings:
+    """A World's settings as its attributes (``world.dt = ...``, checked by its Settings)."""
+
+    _settings: Settings
+    gravity = Forwarded[np.ndarray]("gravity")
+    dt = Forwarded[float]("dt")
+    substeps = Forwarded[int]("substeps")
+    max_dt = Forwarded[float]("max_dt")
+    drag = Forwarded[float]("drag")
+    integrator = Forwarded[str]("integrator")
+    restitution_threshold = Forwarded[float]("restitution_threshold")
+    max_speed = Forwarded[float]("max_speed")
+    on_instability = Forwarded[str]("on_instability")
+    contact_iterations = Forwarded[int]("contact_iterations")
+    constraint_iterations = Forwarded[int]("constraint_iterations")
+    body_contact_iterations = Forwarded[int]("body_contact_iterations")
+    threads = Forwarded[int]("threads")
+    body_collisions = Forwarded[bool]("body_collisions")
+    particle_collisions = Forwarded[bool]("particle_collisions")
+
+    def _configure(self, dim: int, **values: Any) -> Settings:
+        """A new Settings of ``dim`` dimensions given ``values`` (each checked, in order)."""
+        settings = self._settings = Settings()
+        settings.dim = dim
+        settings._gravity = np.zeros(dim)
+        for name, value in values.items():
+            setattr(self, name, value)
+        return settings
 
 
 class ForceTerm(Protocol):

@@ -46,24 +46,48 @@ _ALIGN = 64  # bytes: each field starts on a cache line
 _PAGE = 4096
 
 
-def _stagger(k: int) -> int:
-    """Where the k-th field of a Store starts past its slot (under 1 MiB + 4 KiB).
+def _stagger(k: int, big: bool) -> int:
+    """Where the k-th field of a Store starts past its slot (under 1 MiB + 4 KiB; under 4 KiB
+    in a table that is not ``big``).
 
     Fields reserved for millions of rows would all start at large powers of two apart: the
     same element of each would fall on the same cache set, alias in the CPU's 4 KiB
     store-to-load check, and sit on pages of the same TLB set, so a pass streaming through
     ten fields at once evicts its own translations. Field k starts 9k cache lines (mod 64)
-    and 37k pages (mod 256) later, counted over the whole Store, so no two fields of its
-    tables share both. (Measured on 2026-11-25 on the canonical scene at 100,000 particles:
-    World.step 3.6-4.4 ms with the old 9-line stagger per table, 2.7-3.3 ms with this.)"""
-    return _ALIGN * ((9 * k) % 64) + _PAGE * ((37 * k) % 256)
+    and, in a big table, 37k pages (mod 256) later, counted over the whole Store, so no two
+    fields of its tables share both. (Measured on 2026-11-25 on the canonical scene at 100,000
+    particles: World.step 3.6-4.4 ms with the old 9-line stagger per table, 2.7-3.3 ms with
+    this.) A small table's fields are too short for pages to alias, and a page stagger would
+    cost each of them a MiB of address space."""
+    return _ALIGN * ((9 * k) % 64) + (_PAGE * ((37 * k) % 256) if big else 0)
 
 
-_STAGGER_ROOM = _PAGE * 256  # the most _stagger adds, rounded up
+def _stagger_room(big: bool) -> int:
+    """The most _stagger adds, rounded up."""
+    return _PAGE * 256 if big else _PAGE
+
+
+_BIG = 1 << 24  # bytes of a field from which its table staggers fields by pages too
+
+
+class RemovedError(KeyError):
+    """A component or entity was used after it was removed from its world (or its world was
+    closed)."""
+
+
+class _Released(dict):  # type: ignore[type-arg]
+    """A closed world's table's arrays: every field is gone."""
+
+    def __missing__(self, name: str) -> Any:
+        raise RemovedError(f"field {name!r}: this table's world was closed")
 
 
 class CapacityError(ValueError):
     """A table is full: the world reserved room for fewer rows than were added."""
+
+
+class OverBudget(MemoryError):
+    """A Store's tables would reserve more address space than its budget."""
 
 
 @dataclass(frozen=True)
@@ -97,46 +121,56 @@ class Clock:
         self.fields = 0  # fields placed in the Store's tables so far (see _stagger)
 
 
+def _big(fields: dict[str, Field], rows: int) -> bool:
+    return max((rows * f.row_bytes() for f in fields.values()), default=0) >= _BIG
+
+
+def reservation(fields: dict[str, Field], rows: int) -> int:
+    """The address space (bytes) a table of ``rows`` rows of ``fields`` reserves."""
+    room = _stagger_room(_big(fields, rows))
+    return sum(-(-rows * f.row_bytes() // _ALIGN) * _ALIGN + room for f in fields.values())
+
+
 class Table:
     """Rows of fields in arrays reserved once for ``max_rows`` rows.
 
     A table with an ``entity`` field keeps ``row_of`` (entity id -> row)
-    current through additions, removals and moves.
+    current through additions, removals and moves. ``how``: what a full table's
+    CapacityError adds (how to get more room).
     """
 
     def __init__(self, name: str, fields: dict[str, Field], max_rows: int,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, how: str = "") -> None:
         self.name = name
         self.fields = fields
         self.n = 0
         self.version = 0
+        self.edits = 0  # writes through a component that a feature counts (e.g. max_strain)
         self.clock = clock if clock is not None else Clock()
+        self.how = how
         self.row_of: dict[int, int] = {}
         self.arrays: dict[str, np.ndarray] = {}
-        self.capacity = self._allocate(max_rows)
+        self.capacity = max_rows
+        self._place(_reserve(reservation(fields, max_rows)))
 
-    def _allocate(self, max_rows: int) -> int:
-        """Reserve ``max_rows`` rows of every field in one mapping (fewer if refused)."""
-        rows = max_rows
-        while True:
-            sizes = [-(-rows * f.row_bytes() // _ALIGN) * _ALIGN + _STAGGER_ROOM
-                     for f in self.fields.values()]
-            try:
-                raw = _reserve(sum(sizes))
-                break
-            except (OSError, ValueError, OverflowError):  # pragma: no cover - no overcommit here
-                if rows <= 1024:
-                    raise
-                rows //= 8
-        offset = 0
-        for (name, f), size in zip(self.fields.items(), sizes, strict=True):
+    def _place(self, raw: np.ndarray) -> None:
+        """Lay the fields out in ``raw`` (the table's reservation)."""
+        rows, big = self.capacity, _big(self.fields, self.capacity)
+        offset, room = 0, _stagger_room(big)
+        for name, f in self.fields.items():
             count = rows * math.prod(f.shape)
             self.arrays[name] = np.frombuffer(raw.data, dtype=f.dtype, count=count,
-                                              offset=offset + _stagger(self.clock.fields)
+                                              offset=offset + _stagger(self.clock.fields, big)
                                               ).reshape(rows, *f.shape)
             self.clock.fields += 1
-            offset += size
-        return rows
+            offset += -(-rows * f.row_bytes() // _ALIGN) * _ALIGN + room
+
+    def release(self) -> None:
+        """Let go of the table's arrays (a closed world's): its reservation is unmapped as soon
+        as no view of it is held elsewhere."""
+        self.arrays = _Released()
+        self.row_of = {}
+        self.n = self.capacity = 0
 
     def view(self, name: str) -> np.ndarray:
         """The live rows of field ``name`` (a view into the Store, never a copy)."""
@@ -151,7 +185,8 @@ class Table:
         """Raise :class:`CapacityError` unless ``count`` more rows fit."""
         if self.n + count > self.capacity:
             raise CapacityError(f"{what or self.name}: this world has room for {self.capacity:,} "
-                                f"{self.name} rows; {self.n:,} are in use and {count:,} more were added")
+                                f"{self.name} rows; {self.n:,} are in use and {count:,} more were "
+                                f"added{self.how}")
 
     def add(self, count: int, **values: Any) -> int:
         """Append ``count`` rows; fields not given take their fill. Returns the first row."""
@@ -303,22 +338,68 @@ class Incidence:
         return sorted(found)
 
 
-class Store:
-    """All tables of one World and the Store-wide version (see the module docstring)."""
+FULL_CAPACITY = 1 << 24  # particles a World holds by default, where the process can reserve it
+LEAST_ROWS = 4096  # the fewest rows a table is given (unless it asks for fewer)
 
-    def __init__(self, dim: int) -> None:
+
+class Store:
+    """All tables of one World and the Store-wide version (see the module docstring).
+
+    ``capacity``: the particles the world holds; every table's limit is scaled from its
+    limit at FULL_CAPACITY by the same factor (rounded up, at least LEAST_ROWS rows).
+    ``budget``: the most address space (bytes) its tables may reserve, or None; a table
+    that would pass it raises :class:`OverBudget` before reserving anything.
+    """
+
+    def __init__(self, dim: int, capacity: int = FULL_CAPACITY, budget: int | None = None) -> None:
         self.dim = dim
+        self.capacity = capacity
+        self.budget = budget
+        self.reserved = 0  # bytes the tables reserved
         self.clock = Clock()
         self.tables: dict[str, Table] = {}
+        self.work: list[Table] = []  # the kernels' work tables (not part of the world's state)
+
+    def rows(self, max_rows: int) -> int:
+        """A table's limit in this Store, given its limit at FULL_CAPACITY."""
+        return max(min(max_rows, LEAST_ROWS), -(-max_rows * self.capacity // FULL_CAPACITY))
+
+    def _make(self, name: str, fields: dict[str, Field], max_rows: int, exact: bool = False) -> Table:
+        rows = max_rows if exact else self.rows(max_rows)
+        size = reservation(fields, rows)
+        if self.budget is not None and self.reserved + size > self.budget:
+            raise OverBudget(f"table {name!r} would pass the world's address-space budget")
+        how = (f" (World(capacity={self.capacity:,}) reserves {rows:,}; a larger capacity reserves "
+               "more of every table)")
+        table = Table(name, fields, rows, self.clock, how)
+        self.reserved += size
+        return table
 
     def table(self, name: str, fields: dict[str, Field], max_rows: int) -> Table:
-        """Make (once) and register the table ``name``; ``store.<name>`` then reaches it."""
+        """Make (once) and register the table ``name``; ``store.<name>`` then reaches it.
+        ``max_rows``: its limit at FULL_CAPACITY."""
         if name in self.tables:
             raise ValueError(f"table {name!r} exists already")
-        table = self.tables[name] = Table(name, fields, max_rows, self.clock)
+        table = self.tables[name] = self._make(name, fields, max_rows)
         if not hasattr(type(self), name) and name not in self.__dict__:
             self.__dict__[name] = table  # ``store.<name>`` without __getattr__'s slow path
         return table
+
+    def work_table(self, name: str, fields: dict[str, Field], max_rows: int,
+                   exact: bool = False) -> Table:
+        """A kernel's work table (not saved, not registered by name), sized as ``table`` (or of
+        ``max_rows`` rows if ``exact``)."""
+        table = self._make(name, fields, max_rows, exact)
+        self.work.append(table)
+        return table
+
+    def release(self) -> None:
+        """Let go of every table's arrays (a closed world's Store)."""
+        for table in (*self.tables.values(), *self.work):
+            table.release()
+        for name in self.tables:
+            self.__dict__.pop(name, None)
+        self.tables, self.work = {}, []
 
     def __getattr__(self, name: str) -> Table:
         tables: dict[str, Table] = self.__dict__.get("tables", {})

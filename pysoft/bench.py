@@ -334,6 +334,62 @@ def bench_small_body(rounds: int = 5) -> dict[str, Any]:
     return {"particles": world.store.particles.n, "substeps": world.substeps, "frame_us": 1e6 * t}
 
 
+def _mapped() -> tuple[float, float]:
+    """This process's address space and resident memory now (bytes; Linux's /proc, else 0)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            size, resident = (int(v) for v in statm.read().split()[:2])
+    except OSError:
+        return 0.0, 0.0
+    page = 4096
+    return float(size * page), float(resident * page)
+
+
+def bench_many(count: int = 256, rounds: int = 5, frames: tuple[int, ...] = (1, 60)) -> dict[str, Any]:
+    """``count`` worlds of one 25-particle spring box each on a floor (60 Hz, 8 substeps): a
+    Python loop of ``w.step()`` against ``pysoft.step_many`` on one thread and on two, per
+    call of ``frames`` frames (rounds interleaved, medians); world-frames per second. Also the
+    address space and resident memory a world of the default capacity takes, and one of
+    ``capacity=4096``."""
+    from pysoft import step_many
+
+    def box(i: int, **world_args: Any) -> World:
+        w = World(**world_args)
+        w.add_collider(Plane(normal=(0.0, 1.0), offset=0.0))
+        scenes.add_boxes(w, np.array([[0.01 * i, 0.5]]), cells=5)
+        return w
+
+    size0, rss0 = _mapped()
+    worlds = [box(i) for i in range(count)]
+    for w in worlds:
+        w.step()
+    size1, rss1 = _mapped()
+    small = [box(i, capacity=4096) for i in range(count)]
+    for w in small:
+        w.step()
+    size2, rss2 = _mapped()
+    del small
+    out: dict[str, Any] = {"worlds": count, "particles": worlds[0].store.particles.n,
+                           "substeps": worlds[0].substeps,
+                           "virtual_mib_per_world": (size1 - size0) / count / 2**20,
+                           "resident_kib_per_world": (rss1 - rss0) / count / 1024,
+                           "small_virtual_mib_per_world": (size2 - size1) / count / 2**20,
+                           "small_resident_kib_per_world": (rss2 - rss1) / count / 1024, "calls": []}
+    for f in frames:
+        def loop(f: int = f) -> None:
+            for w in worlds:
+                for _ in range(f):
+                    w.step()
+
+        t = _rounds({"loop": loop, "many": lambda f=f: step_many(worlds, f),  # type: ignore[misc]
+                     "many2": lambda f=f: step_many(worlds, f, threads=2)}, 1, rounds)  # type: ignore[misc]
+        rate = {k: count * f / v for k, v in t.items()}
+        out["calls"].append({"frames": f, "loop_per_s": rate["loop"], "many_per_s": rate["many"],
+                             "many2_per_s": rate["many2"], "many_vs_loop": t["loop"] / t["many"],
+                             "many2_vs_loop": t["loop"] / t["many2"]})
+    return out
+
+
 def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -433,10 +489,11 @@ def bench_pile(bodies: int = 400, rounds: int = 7, frames: int = 10, settle: int
 
 def bench_kernels(n: int = 10_000, rounds: int = 3) -> list[dict[str, Any]]:
     """Every registered kernel in the kernel zoo scene (2D): ns per row, C and NumPy."""
-    probes = {}
+    probes, worlds = {}, []  # (a probe calls into its world's parts: the world is kept open)
     for backend in ("c", "python"):
         world = scenes.kernel_zoo(n, backend=backend)
         world.step()
+        worlds.append(world)
         probes[backend] = {name: probe for f in world._features for name, probe in f.probes().items()}
     out = []
     for name in kernels.REGISTRY:
@@ -485,6 +542,19 @@ def markdown(r: dict[str, Any]) -> str:
                   f"{pl['off_ms']:.2f} ms, ratio **{pl['ratio']:.2f}** (target ≤ 2.0: "
                   f"{'met' if pl['ratio'] <= 2.0 else 'NOT met'}); body contacts "
                   f"{pl['ns_per_particle_substep']:.0f} ns per particle per substep.", ""]
+    if "many" in r:
+        m = r["many"]
+        lines += [f"Many worlds: {m['worlds']} worlds of one {m['particles']}-particle spring box "
+                  f"each (60 Hz, {m['substeps']} substeps), world-frames per second:", "",
+                  "| frames a call | loop of `w.step()` | `step_many` | vs loop | `step_many`, "
+                  "`threads=2` | vs loop |", "|---:|---:|---:|---:|---:|---:|"]
+        lines.extend(f"| {c['frames']} | {c['loop_per_s']:,.0f} | {c['many_per_s']:,.0f} "
+                     f"| {c['many_vs_loop']:.2f}x | {c['many2_per_s']:,.0f} | {c['many2_vs_loop']:.2f}x |"
+                     for c in m["calls"])
+        lines += ["", f"A world of the default capacity reserves {m['virtual_mib_per_world']:,.0f} MiB of "
+                  f"address space and keeps {m['resident_kib_per_world']:,.0f} KiB resident; with "
+                  f"`capacity=4096`, {m['small_virtual_mib_per_world']:,.1f} MiB and "
+                  f"{m['small_resident_kib_per_world']:,.0f} KiB.", ""]
     if "changes" in r:
         ch = r["changes"]
         lines += [f"A world that changes while it runs: the {ch['particles']:,}-particle XPBD cloth "
@@ -619,6 +689,18 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
          f"{pile['frame_ms']:.2f} ms per frame ({pile['frames_per_s']:.0f} frames/s); without body "
          f"contacts {pile['off_ms']:.2f} ms (ratio {pile['ratio']:.2f}); body contacts "
          f"{pile['ns_per_particle_substep']:.1f} ns per particle per substep")
+    many = bench_many(rounds=rounds)
+    results["many"] = many
+    echo(f"\nmany worlds: {many['worlds']} worlds of one {many['particles']}-particle spring box, "
+         f"60 Hz, {many['substeps']} substeps (world-frames per second)")
+    for c in many["calls"]:
+        echo(f"  {c['frames']:>3} frame(s) a call: loop of step() {c['loop_per_s']:,.0f}, step_many "
+             f"{c['many_per_s']:,.0f} ({c['many_vs_loop']:.2f}x), threads=2 {c['many2_per_s']:,.0f} "
+             f"({c['many2_vs_loop']:.2f}x)")
+    echo(f"  memory per world: {many['virtual_mib_per_world']:,.0f} MiB of address space, "
+         f"{many['resident_kib_per_world']:,.0f} KiB resident (default capacity); "
+         f"{many['small_virtual_mib_per_world']:,.1f} MiB and {many['small_resident_kib_per_world']:,.0f} "
+         "KiB with capacity=4096")
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

@@ -3,9 +3,9 @@
 A World composes the features of ``pysoft.features`` (particles, gravity,
 springs, XPBD constraints, bodies, colliders), each of which owns its Store
 tables, components, ``add_*`` functions and kernels; the public methods
-below hand over to them. ``step`` runs the stages of ``pysoft._pipeline`` (or
-the frame in one call of the C core, ``pysoft._frame``), whose kernels were bound
-once to the Store's buffers: a step rebinds nothing, whatever changed since the last.
+below hand over to them. Its bases give it its settings as attributes
+(``pysoft._pipeline.WorldSettings``), its frames (``pysoft._stepping``: ``step``, the systems)
+and its life (``pysoft._lifetime``: capacity, one thread at a time, ``close``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 import esper
 import numpy as np
 
-from pysoft import _frame, _native, _replay, _snapshot, _validate
+from pysoft import _frame, _lifetime, _native, _replay, _snapshot, _validate
 from pysoft._ecs import Ecs
-from pysoft._pipeline import INTEGRATORS, MIN_DT, STAGES, InstabilityError, Pipeline, Settings, Stage
-from pysoft._store import Store
-from pysoft.features import Features
-from pysoft.features._feature import Context, Feature
+from pysoft._lifetime import ClosedError, ConcurrentUseError
+from pysoft._pipeline import INTEGRATORS, STAGES, InstabilityError, WorldSettings
+from pysoft._stepping import Stepping
+from pysoft._store import FULL_CAPACITY
+from pysoft.features._feature import Feature
 from pysoft.features.bodies import Bodies
 from pysoft.features.colliders import Colliders, Contacts
 from pysoft.features.constraints import Constraints
@@ -32,7 +33,8 @@ from pysoft.features.gravity import Gravity
 from pysoft.features.particles import Particles
 from pysoft.features.springs import Springs
 
-__all__ = ["BACKENDS", "INTEGRATORS", "BodyContacts", "Contacts", "InstabilityError", "World"]
+__all__ = ["BACKENDS", "INTEGRATORS", "BodyContacts", "ClosedError", "ConcurrentUseError", "Contacts",
+           "InstabilityError", "World"]
 
 BACKENDS = ("c", "python")
 P = ParamSpec("P")
@@ -40,11 +42,19 @@ R = TypeVar("R")
 F = TypeVar("F", bound=Feature)
 
 
-def _api(cls: type[F], method: Callable[Concatenate[F, P], R]) -> Callable[Concatenate[World, P], R]:
-    """A World method that hands over to feature ``cls`` (its signature and docstring)."""
+def _api(cls: type[F], method: Callable[Concatenate[F, P], R], changes: bool = False
+         ) -> Callable[Concatenate[World, P], R]:
+    """A World method that hands over to feature ``cls`` (its signature and docstring);
+    one that ``changes`` the world holds it (``World._changing``) while it runs."""
 
     def call(self: World, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(cast(F, self._feature[cls]), *args, **kwargs)
+        feature = self._feature.get(cls)
+        if feature is None:
+            raise ClosedError(f"this World was closed ({self.context}); make a new one")
+        if not changes:
+            return method(cast(F, feature), *args, **kwargs)
+        with self._changing(method.__name__):
+            return method(cast(F, feature), *args, **kwargs)
 
     return cast("Callable[Concatenate[World, P], R]", functools.wraps(method)(call))
 
@@ -52,20 +62,17 @@ def _api(cls: type[F], method: Callable[Concatenate[F, P], R]) -> Callable[Conca
 def _view(cls: type[Feature], name: str) -> Any:
     """A read-only World property that hands over to feature ``cls``."""
     prop = getattr(cls, name)
-    return property(lambda self: getattr(self._feature[cls], name), doc=prop.__doc__)
+
+    def get(self: World) -> Any:
+        feature = self._feature.get(cls)
+        if feature is None:
+            raise ClosedError(f"this World was closed ({self.context}); make a new one")
+        return getattr(feature, name)
+
+    return property(get, doc=prop.__doc__)
 
 
-class StepProcessor(esper.Processor):
-    """Runs ``world.step(dt)`` from a game's own ``esper.process(dt)``."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def process(self, dt: float | None = None, *args: Any, **kwargs: Any) -> None:
-        self.world.step(dt)
-
-
-class World(Settings):
+class World(WorldSettings, Stepping, _lifetime.Lifetime):
     """A soft-body world. SI units, y up.
 
     >>> w = World(gravity=(0.0, -9.81))
@@ -92,6 +99,7 @@ class World(Settings):
         constraint_iterations: int = 2,
         max_speed: float = 1e3, on_instability: str = "raise", particle_collisions: bool = False,
         body_collisions: bool = True, body_contact_iterations: int = 1, threads: int = 1,
+        capacity: int | None = None,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim not in (2, 3):
             raise ValueError(f"dim must be 2 or 3, got {dim!r}")
@@ -101,29 +109,30 @@ class World(Settings):
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if backend == "c":
             _native.require()
+        capacity = None if capacity is None else _validate.integer("capacity", capacity, 1, FULL_CAPACITY)
         self.dim = dim
         self.backend = backend
-        self._gravity = np.zeros(dim)
-        self.gravity = (0.0, -9.81, 0.0)[:dim] if gravity is None else gravity
-        self.dt = dt
-        self.substeps = substeps
-        self.max_dt = max_dt
-        self.drag = drag
-        self.integrator = integrator
-        self.restitution_threshold = restitution_threshold
-        self.max_speed = max_speed
-        self.on_instability = on_instability
-        self.contact_iterations = dim if contact_iterations is None else contact_iterations
-        self.constraint_iterations = constraint_iterations
-        self.particle_collisions = particle_collisions
-        self.body_collisions = body_collisions
-        self.body_contact_iterations, self.threads = body_contact_iterations, threads
+        settings = self._configure(
+            dim, gravity=(0.0, -9.81, 0.0)[:dim] if gravity is None else gravity, dt=dt,
+            substeps=substeps, max_dt=max_dt, drag=drag, integrator=integrator,
+            restitution_threshold=restitution_threshold, max_speed=max_speed,
+            on_instability=on_instability,
+            contact_iterations=dim if contact_iterations is None else contact_iterations,
+            constraint_iterations=constraint_iterations, particle_collisions=particle_collisions,
+            body_collisions=body_collisions, body_contact_iterations=body_contact_iterations,
+            threads=threads)
+        self._feature: dict[type[Feature], Feature] = {}
         self._ecs = Ecs(context)
         self.context = self._ecs.context
-        self.store = Store(dim)
-        self.pipeline = Pipeline(self)
-        self._features = Features(Context(self.store, self._ecs, self, self.pipeline, backend, dim))
-        self._feature: dict[type[Feature], Feature] = {type(f): f for f in self._features}
+        self._guard = _lifetime.Guard(self.context)  # held by the thread stepping or changing it
+        try:
+            self.store, self.pipeline, self._features = _lifetime.make(dim, capacity, self._ecs,
+                                                                       settings, backend)
+        except BaseException:
+            self._guard.closed = True
+            self._ecs.close()
+            raise
+        self._feature = {type(f): f for f in self._features}
         self._frame_start = _replay.FrameStart(self.store, self._features.moves())
         # the run order, replaced (never changed in place) by add_system / remove_system, so a
         # system that adds or removes one during step() changes the next frame, not this one
@@ -132,6 +141,12 @@ class World(Settings):
         self._frame = _frame.Frame(self.pipeline, self.store.clock) if backend == "c" else None
         self._stepping = False
         self._elapsed: tuple[tuple[Any, ...], Any] = ((), [])  # the last step's systems, seconds
+
+    @property
+    def capacity(self) -> int:
+        """The most particles this world holds (``World(capacity=...)``); the other tables'
+        limits scale with it. Adding past a limit raises ``pysoft.CapacityError``."""
+        return self.store.capacity
 
     @property
     def time(self) -> float:
@@ -144,40 +159,40 @@ class World(Settings):
 
     # -- the features' public API (each hands over to its feature) --------------
 
-    add_particle = _api(Particles, Particles.add_particle)
-    add_particles = _api(Particles, Particles.add_particles)
+    add_particle = _api(Particles, Particles.add_particle, changes=True)
+    add_particles = _api(Particles, Particles.add_particles, changes=True)
     particle = _api(Particles, Particles.particle)
     row = _api(Particles, Particles.row)
     positions = _view(Particles, "positions")
     velocities = _view(Particles, "velocities")
     forces = _view(Particles, "forces")
     particles = _view(Particles, "particles")
-    add_spring = _api(Springs, Springs.add_spring)
-    add_springs = _api(Springs, Springs.add_springs)
+    add_spring = _api(Springs, Springs.add_spring, changes=True)
+    add_springs = _api(Springs, Springs.add_springs, changes=True)
     spring = _api(Springs, Springs.spring)
     spring_strain = _api(Springs, Springs.spring_strain)
     spring_pairs = _api(Springs, Springs.spring_pairs)
-    add_area_spring = _api(Springs, Springs.add_area_spring)
-    add_area_springs = _api(Springs, Springs.add_area_springs)
+    add_area_spring = _api(Springs, Springs.add_area_spring, changes=True)
+    add_area_springs = _api(Springs, Springs.add_area_springs, changes=True)
     area_spring = _api(Springs, Springs.area_spring)
-    add_distance_constraint = _api(Constraints, Constraints.add_distance_constraint)
-    add_distance_constraints = _api(Constraints, Constraints.add_distance_constraints)
-    add_volume_constraint = _api(Constraints, Constraints.add_volume_constraint)
-    add_volume_constraints = _api(Constraints, Constraints.add_volume_constraints)
+    add_distance_constraint = _api(Constraints, Constraints.add_distance_constraint, changes=True)
+    add_distance_constraints = _api(Constraints, Constraints.add_distance_constraints, changes=True)
+    add_volume_constraint = _api(Constraints, Constraints.add_volume_constraint, changes=True)
+    add_volume_constraints = _api(Constraints, Constraints.add_volume_constraints, changes=True)
     distance_constraint = _api(Constraints, Constraints.distance_constraint)
     volume_constraint = _api(Constraints, Constraints.volume_constraint)
-    add_body = _api(Bodies, Bodies.add_body)
+    add_body = _api(Bodies, Bodies.add_body, changes=True)
     body = _api(Bodies, Bodies.body)
-    add_collider = _api(Colliders, Colliders.add_collider)
+    add_collider = _api(Colliders, Colliders.add_collider, changes=True)
     collider = _api(Colliders, Colliders.collider)
-    add_pusher = _api(Colliders, Colliders.add_pusher)
+    add_pusher = _api(Colliders, Colliders.add_pusher, changes=True)
     contacts: Contacts = _view(Colliders, "contacts")
     body_contacts: BodyContacts = _view(BodyCollisions, "body_contacts")
-    grab = _api(Grabbing, Grabbing.grab)
+    grab = _api(Grabbing, Grabbing.grab, changes=True)
     nearest_particle = _api(Grabbing, Grabbing.nearest_particle)
     body_at = _api(Bodies, Bodies.body_at)
     body_shapes = _api(Bodies, Bodies.body_shapes)
-    add_gravity_well = _api(Gravity, Gravity.add_gravity_well)
+    add_gravity_well = _api(Gravity, Gravity.add_gravity_well, changes=True)
     gravity_well = _api(Gravity, Gravity.gravity_well)
 
     def debug_draw(self, drawer: Any, flags: int | None = None) -> None:
@@ -202,99 +217,25 @@ class World(Settings):
         first: an unknown or removed entity raises KeyError and nothing is removed."""
         if not entities:
             raise ValueError("remove needs at least one entity")
-        self._sweep_ghosts()
-        self._features.remove(entities)
-
-    def _sweep_ghosts(self) -> None:
-        """Give entities deleted through esper itself the World's cascade."""
-        ghosts = self._ecs.ghosts()
-        if ghosts:
-            self._features.remove(tuple(ghosts))
-
-    # -- systems and stepping -------------------------------------------------------
-
-    def add_system(self, processor: esper.Processor, priority: int = 0) -> None:
-        """Run ``processor.process(h)`` inside every substep, ordered by priority.
-
-        Built-in stages have the priorities of ``pysoft.Priority`` (higher runs
-        first); e.g. ``priority=450`` runs between forces and integration.
-        """
-        if not callable(getattr(processor, "process", None)):
-            raise ValueError("processor must have a process(h) method (an esper.Processor)")
-        priority = _validate.integer("priority", priority, -(2**31), 2**31 - 1)
-        if processor in self._systems:
-            raise ValueError("processor is already a system of this world")
-        processor.priority = priority
-        # stable: ties keep insertion order
-        self._systems = tuple(sorted((*self._systems, processor), key=lambda p: -p.priority))
-
-    def remove_system(self, processor: esper.Processor) -> None:
-        """Stop running a processor added with ``add_system``."""
-        if isinstance(processor, Stage) or processor not in self._systems:
-            raise ValueError("processor is not a user system of this world")
-        self._systems = tuple(p for p in self._systems if p is not processor)
-
-    @property
-    def systems(self) -> list[esper.Processor]:
-        """The processors of one substep, in run order."""
-        return list(self._systems)
-
-    def processor(self) -> StepProcessor:
-        """An esper.Processor that steps this world from a game's ``esper.process(dt)``."""
-        return StepProcessor(self)
-
-    def step(self, dt: float | None = None) -> None:
-        """Advance one frame of ``dt`` seconds (default ``self.dt``), clamped to ``max_dt``; a frame
-        shorter than ``MIN_DT`` (1 µs, or 0) does nothing. Systems added or removed by a system
-        during the frame run from the next frame on; calling ``step`` from inside ``step`` raises
-        RuntimeError."""
-        if self._stepping:
-            raise RuntimeError("step() was called from inside step() (from a system?): a frame "
-                               "cannot start before the running one ends")
-        dt = self._dt if dt is None else _validate.nonnegative("dt", dt)
-        if dt < MIN_DT:  # no frame: 0, or shorter than a microsecond
-            return
-        self._sweep_ghosts()
-        dt = min(dt, self._max_dt)
-        h = dt / self._substeps
-        systems, pipeline = self._systems, self.pipeline
-        frame, start = self._frame if systems == self._stages else None, self._frame_start
-        elapsed: Any = frame.seconds if frame is not None else ()  # each stage's seconds, if it runs
-        if watched := self._on_instability in ("raise", "warn"):  # where a replay would start
-            start.save(frame.kept(self._substeps) if frame is not None else ())
-        pipeline.unstable, error, self._stepping = -1, None, True
-        try:
-            if not (frame is not None and frame.run(h, self._substeps, start)):
-                elapsed = [0.0] * len(systems)
-                start.keep_only()  # (the fields left to their records: pysoft._replay)
-                with self._ecs.entered():  # the stages (and the user's systems), one by one
-                    pipeline.run(systems, h, elapsed)
-            if pipeline.unstable >= 0 and watched:
-                with self._ecs.entered():  # where it began: pysoft._replay
-                    error = _replay.diagnose(pipeline, start, systems, h, self._features.particles.scan)
-        finally:
-            self._stepping = False
-        pipeline.time += dt  # the frame ran to its end, whatever the scan found
-        _replay.deliver(error, self._on_instability)  # raise or warn what the scan found
-        self._features.after_frame()
-        self._elapsed = (systems, elapsed)
-
-    @property
-    def profile(self) -> dict[str, float]:
-        """Milliseconds each system took in the last step (over its substeps), by name."""
-        return {getattr(s, "name", type(s).__name__): 1e3 * t for s, t in zip(*self._elapsed, strict=True)}
+        with self._guard.held("remove"):
+            self._sweep_ghosts()
+            self._features.remove(entities)
 
     # -- snapshots ------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
         """The full integration state as a versioned, checksummed blob."""
-        return _snapshot.pack(self._features, self.time)
+        with self._guard.held("snapshot"):
+            return _snapshot.pack(self._features, self.time)
 
     def restore(self, blob: bytes) -> None:
         """Restore a snapshot of a world of the same topology; raises ValueError otherwise."""
-        self.pipeline.time = _snapshot.unpack(self._features, blob)
+        with self._guard.held("restore"):
+            self.pipeline.time = _snapshot.unpack(self._features, blob)
 
     def __repr__(self) -> str:
+        if not self._feature:
+            return f"<pysoft.World dim={self.dim} closed backend={self.backend!r}>"
         s = self.store
         return (f"<pysoft.World dim={self.dim} particles={s.particles.n} springs={s.springs.n} "
                 f"colliders={s.colliders.n} t={self.time:.4g}s backend={self.backend!r}>")

@@ -14,7 +14,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pysoft"
 OUTER = {"pysoft", "pysoft.__main__", "pysoft.build", "pysoft.scenes", "pysoft.bench", "pysoft.draw",
-         "pysoft.draw.terminal", "pysoft.draw.image", "pysoft.peers"}
+         "pysoft.draw.terminal", "pysoft.draw.image", "pysoft.peers", "pysoft.many"}
 
 
 def _modules() -> dict[str, pathlib.Path]:

@@ -186,6 +186,27 @@ extern const char *const ps_op_scalars[];
 extern const int ps_op_count;
 void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds, int threads);
 
+/* frame.c: many worlds' frames in one call (pysoft.step_many). A world is its frame's ops
+ * (as ps_run_frame takes them) and what runs between two of its frames: `between`, copies
+ * of `bytes` bytes from `source` to `to` (or, where `source` is NULL, `to` filled with the
+ * byte `fill`), in order, before every frame but the first. Its frames end after `frames`, or
+ * after the first whose op `scan` (>= 0) returned a row (>= 0); `ran` says how many ran.
+ * Each world runs on one thread; ps_run_worlds hands the worlds to up to `threads`. */
+typedef struct {
+    void *to;
+    const void *source;
+    int64_t bytes;
+    int fill;
+} ps_copy;
+typedef struct {
+    ps_op **ops;
+    int nops, substeps, nstages;
+    double *seconds;
+    ps_copy *between;
+    int nbetween, scan, frames, ran;
+} ps_world;
+void ps_run_worlds(ps_world **worlds, int count, int threads);
+
 const char *ps_compile_flags(void);
 int ps_cpu_has_x86_64_v3(void);
 int ps_find_unstable(const double *pos, const double *vel, int n, int dim,

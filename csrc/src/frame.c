@@ -27,6 +27,7 @@
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 199309L  /* clock_gettime */
 #endif
+#include <string.h>
 #include <time.h>
 #include "internal.h"
 #if defined(_WIN32)
@@ -150,11 +151,11 @@ static void run_group(ps_op **ops, int k0, int k1, int s, int substeps, int thre
 
 /* Runs `substeps` substeps of the ops; seconds[op.stage] (0 <= stage < nstages, zeroed first)
  * is the time of the stage's ops (one clock reading per op: each op's time ends where the
- * next one's starts). */
+ * next one's starts). With nstages 0 nothing is timed (no clock is read). */
 void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds, int threads)
 {
     for (int k = 0; k < nstages; k++) seconds[k] = 0.0;
-    double t = seconds_now();
+    double t = nstages > 0 ? seconds_now() : 0.0;
     for (int s = 0; s < substeps; s++) {
         for (int k = 0; k < nops;) {
             ps_op *op = ops[k];
@@ -169,7 +170,56 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
             if (!runs(ops, op, s, substeps)) continue;
             op->result = ps_op_table[op->kernel](op);
             op->calls++;
-            clock_op(op, &t, nstages, seconds);
+            if (nstages > 0) clock_op(op, &t, nstages, seconds);
         }
     }
+}
+
+/* One world's frames (ps_world): between two frames its copies and fills, then the frame on
+ * this thread; it stops after a frame whose scan found an unstable particle. Only the last
+ * frame is timed (its stages' seconds are the world's profile; a clock reading per op costs
+ * a small world's frame more than a tenth of its time). */
+static void run_world(ps_world *w)
+{
+    w->ran = 0;
+    for (int f = 0; f < w->frames; f++) {
+        if (f > 0)
+            for (int k = 0; k < w->nbetween; k++) {
+                const ps_copy *c = &w->between[k];
+                if (c->source) memmove(c->to, c->source, (size_t)c->bytes);
+                else memset(c->to, c->fill, (size_t)c->bytes);
+            }
+        ps_run_frame(w->ops, w->nops, w->substeps, f == w->frames - 1 ? w->nstages : 0, w->seconds, 1);
+        w->ran = f + 1;
+        if (w->scan >= 0 && w->ops[w->scan]->result >= 0) break;
+    }
+}
+
+typedef struct {
+    ps_world **worlds;
+    int count;
+    int next;  /* the next world a thread takes */
+} WorldsTask;
+
+/* Each thread takes the next world not yet taken until none is left: a world's frames run
+ * on one thread, whichever it is, so they are the same bits as its own step(). */
+static void worlds_part(void *args, int part, int parts)
+{
+    WorldsTask *t = args;
+    (void)part, (void)parts;
+    for (;;) {
+#if defined(_WIN32)
+        int k = t->next++;
+#else
+        int k = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED);
+#endif
+        if (k >= t->count) break;
+        run_world(t->worlds[k]);
+    }
+}
+
+void ps_run_worlds(ps_world **worlds, int count, int threads)
+{
+    WorldsTask t = {worlds, count, 0};
+    ps_pool_run(worlds_part, &t, threads < count ? threads : count);
 }

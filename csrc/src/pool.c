@@ -8,7 +8,9 @@
  * results are bit for bit those of one thread.
  *
  * The workers are started on the first run that asks for them (at most
- * PS_MAX_THREADS - 1, never stopped) and hold no simulation state. Between
+ * PS_MAX_THREADS - 1, never stopped) and hold no simulation state. A run asked for from
+ * within a run's part (a world's pass while ps_run_worlds hands worlds to the threads) takes
+ * one part on the thread that asks: the same bits, and no thread waits on itself. Between
  * runs a worker spins for a while (a step's passes follow each other within
  * microseconds) and then sleeps on a condition variable. A process forked
  * from one that started them starts its own. Without POSIX threads every
@@ -48,6 +50,7 @@ static struct {
           0, 0, 0, 0, 0, 0, 0};
 
 static long first_seen[PS_MAX_THREADS];  /* the generation each worker was started at */
+static __thread int in_part;  /* whether this thread is running a part of a run */
 
 static void pause_briefly(void)
 {
@@ -62,6 +65,7 @@ static void *worker(void *arg)
 {
     int index = (int)(intptr_t)arg;
     long seen = first_seen[index];
+    in_part = 1;
     for (;;) {
         for (int s = 0; s < PS_SPIN && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; s++)
             pause_briefly();
@@ -94,7 +98,7 @@ int ps_pool_run(ps_part_fn fn, void *args, int parts)
 {
     static int atfork = 0;
     if (parts > PS_MAX_THREADS) parts = PS_MAX_THREADS;
-    if (parts <= 1) {
+    if (parts <= 1 || in_part) {
         fn(args, 0, 1);
         return 1;
     }
@@ -124,7 +128,9 @@ int ps_pool_run(ps_part_fn fn, void *args, int parts)
     __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
     if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
+    in_part = 1;
     fn(args, 0, parts);
+    in_part = 0;
     while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE)) pause_briefly();
     pthread_mutex_unlock(&pool.run);
     return parts;

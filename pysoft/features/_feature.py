@@ -95,6 +95,11 @@ class Feature:
     def after_frame(self) -> None:
         """Run once after every frame (e.g. tearing)."""
 
+    def repeats(self) -> bool:
+        """Whether ``after_frame`` would do nothing after a frame but the last of several run
+        in one call (pysoft.step_many): what it does is the same once at the end."""
+        return True
+
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """For the benchmark: each of this feature's kernels as ``(rows, call)``, a call over
         its live rows with representative scalars (``PROBE_H`` for a substep)."""

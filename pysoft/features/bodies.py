@@ -16,11 +16,11 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from pysoft import _validate
-from pysoft._ecs import Bits, Column, RemovedError, RowView
+from pysoft._ecs import Bits, Column, RowView
 from pysoft._frame import COLLIDE, FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import MAIN
-from pysoft._store import Field, Incidence, Ragged, Table
+from pysoft._store import Field, Incidence, Ragged, RemovedError, Table
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.shapes import signed_area
 from pysoft.twins._common import ranges
@@ -304,6 +304,11 @@ class _RollingTerm:
             return False
         self.first_substep()
         return self.rolling
+
+    def between(self) -> list[tuple[np.ndarray, int]]:
+        """What ``frame_start`` does to the arrays at a later frame of the same plan (see
+        pysoft._frame.Frame.between): ``rolled`` restarts (0.0: zero bytes)."""
+        return [(self.B.view("rolled"), 0)] if self.present() else []
 
     def ops(self, h: float) -> list[Op]:
         """The call of every substep, after ``frame_start``."""

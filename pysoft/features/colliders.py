@@ -237,6 +237,12 @@ class _CollideTerm:
         self.first_substep(h)
         return None if self.moving else True
 
+    def between(self) -> list[tuple[np.ndarray, int]]:
+        """What ``frame_start`` does to the arrays at a later frame of the same plan (see
+        pysoft._frame.Frame.between): nothing (``keep`` stays for the same h and dampings;
+        the report is cleared by the sweep's first substep)."""
+        return []
+
     def ops(self, h: float) -> list[Op]:
         """The call of every substep (a new contact report on the first), after
         ``frame_start``."""
@@ -391,6 +397,10 @@ class Colliders(Feature):
                         lambda e: self.remove([e]))
         self.pushers.append(pusher)
         return pusher
+
+    def repeats(self) -> bool:
+        """No pusher to aim (pushers are aimed after every frame)."""
+        return not self.pushers
 
     def after_frame(self) -> None:
         # The report names colliders by row: keep the rows' entities as they were in this step.

@@ -111,7 +111,7 @@ class _Solver:
             "lambda": Field((), np.float64), "colour": Field((), np.int32),
             "slot": Field((), np.int32)}, MAX_CONSTRAINTS)
         self.table = T = self.links.table
-        self.batches = Batches(T)
+        self.batches = Batches(T, ctx.store)
         a = ctx.store.particles.arrays
         rest_of = {"lambda": T.arrays["lambda"], index: T.arrays[index], rest: T.arrays[rest],
                    "compliance": T.arrays["compliance"], "order": self.batches.order,

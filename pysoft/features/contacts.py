@@ -143,6 +143,13 @@ class _ContactTerm:
         self.first_substep()
         return self.arguments(h) is not None
 
+    def between(self) -> list[tuple[np.ndarray, int]]:
+        """What ``frame_start`` does to the arrays at a later frame of the same plan (see
+        pysoft._frame.Frame.between): after a frame with a call, a new report (touch_body
+        -1: bytes 0xFF; touch_impulse 0.0: zero bytes)."""
+        P = self.P
+        return [(P.view("touch_body"), 0xFF), (P.view("touch_impulse"), 0)] if self.reported else []
+
     def ops(self, h: float) -> list[Op]:
         """The call of every substep, after ``frame_start``."""
         args = self.arguments(h)
@@ -168,15 +175,16 @@ class BodyCollisions(Feature):
         self.term: _ContactTerm | None = None
         if ctx.dim != 2:  # bodies are 2D for now
             return
-        work = Table("body_contact_boxes", {"aabb": Field((5,), np.float64)}, MAX_BODIES)
-        buckets = Table("body_contact_buckets", {"bucket_start": Field((), np.int32),
+        table = ctx.store.work_table
+        work = table("body_contact_boxes", {"aabb": Field((5,), np.float64)}, MAX_BODIES)
+        buckets = table("body_contact_buckets", {"bucket_start": Field((), np.int32),
                                                  "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
-        entries = Table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
+        entries = table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
         # each outline edge at the substep's start, one row per outline row
-        edges = Table("body_contact_edges", {"edge": Field((4,), np.float64)}, MAX_MEMBERS)
+        edges = table("body_contact_edges", {"edge": Field((4,), np.float64)}, MAX_MEMBERS)
         # the candidate lists, kept from substep to substep while nothing moves far (see contacts.c)
-        pairs = Table("body_contact_pairs", {"body": Field((), np.int32)}, MAX_PAIRS)
-        state = Table("body_contact_lists", {"state": Field((8,), np.float64)}, 1)
+        pairs = table("body_contact_pairs", {"body": Field((), np.int32)}, MAX_PAIRS)
+        state = table("body_contact_lists", {"state": Field((8,), np.float64)}, 1, exact=True)
         self.term = _ContactTerm(ctx, work, buckets, entries, edges, pairs, state)
         ctx.pipeline.collide.append(self.term)
 

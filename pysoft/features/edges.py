@@ -117,7 +117,7 @@ class EdgeCollisions(Feature):
         if ctx.dim != 2:  # outlines are not surfaces in 3D
             return
         # the cull at the pass's start, one flag per outline entry (the kernel's workspace)
-        near = Table("edge_collide_near", {"near": Field((), np.int32)}, MAX_MEMBERS)
+        near = ctx.store.work_table("edge_collide_near", {"near": Field((), np.int32)}, MAX_MEMBERS)
         self.term = _EdgeTerm(ctx, near)
         ctx.pipeline.collide.append(self.term)
 

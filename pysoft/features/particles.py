@@ -21,10 +21,10 @@ from pysoft._frame import FINISH, INTEGRATE, LAST, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
 from pysoft._replay import Origin
-from pysoft._store import Field, Table
+from pysoft._store import FULL_CAPACITY, Field, Table
 from pysoft.features._feature import PROBE_H, Context, Feature
 
-MAX_PARTICLES = 1 << 24  # rows reserved per world (address space only until used)
+MAX_PARTICLES = FULL_CAPACITY  # rows reserved per world (address space only until used)
 
 _P = ("n", "dim")  # a per-particle vector array
 _S = ("n",)  # a per-particle scalar array

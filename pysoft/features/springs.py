@@ -60,13 +60,12 @@ def max_strain_rows(value: Any, m: int) -> np.ndarray:
 
 
 class _MaxStrain(Column):
-    """A spring's max_strain: writable, and counted (tearing is checked while any is finite)."""
-
-    writes = 0  # every write, in any world: a feature recounts its finite ones when this moves
+    """A spring's max_strain: writable, and counted in its table's ``edits`` (tearing is checked
+    while any is finite: the feature recounts them when the table's rows or edits change)."""
 
     def __set__(self, view: RowView, value: Any) -> None:
         view.table.arrays[self.field][view.row] = max_strain_rows(value, 1)[0]
-        _MaxStrain.writes += 1
+        view.table.edits += 1
 
 
 class Spring(Pair):
@@ -264,7 +263,7 @@ class Springs(Feature):
 
     def _any_tearable(self) -> bool:
         """Whether any spring has a finite max_strain (recounted after rows or writes change)."""
-        now = (self.table.version, _MaxStrain.writes)
+        now = (self.table.version, self.table.edits)
         if now != self._counted:
             self._tearable = bool(np.isfinite(self.table.view("max_strain")).any())
             self._counted = now
@@ -276,6 +275,10 @@ class Springs(Feature):
     def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
         self.links.particles_moved(entities, rows)
         self.areas.particles_moved(entities, rows)
+
+    def repeats(self) -> bool:
+        """No spring may tear (tearing is checked after every frame)."""
+        return not self._any_tearable()
 
     def after_frame(self) -> None:
         """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,24 +14,37 @@ F64 = NDArray[np.float64]
 I32 = NDArray[np.int32]
 
 __all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "dot", "ranges",
-           "scatter_add", "scratch"]
+           "scatter_add", "scratch", "workspace"]
 
-# Work arrays the twins reuse from call to call, by name. A twin's temporaries of a world's
-# size (a 10,000-particle scene's springs: half a megabyte each) allocated afresh every call
-# are mapped from the system and given back when freed, and the page faults of mapping them
-# again cost more than the arithmetic (the NumPy backend's step at 10k took 3.3 ms; 1.8 with
-# the allocator told to keep its memory). The twins run one at a time (the GIL; a kernel
-# never calls another), so one buffer per name serves them all; it grows to the largest
-# world stepped and is kept.
-_SCRATCH: dict[str, np.ndarray] = {}
+# Work arrays the twins reuse from call to call, by name, one set per thread. A twin's
+# temporaries of a world's size (a 10,000-particle scene's springs: half a megabyte each)
+# allocated afresh every call are mapped from the system and given back when freed, and the
+# page faults of mapping them again cost more than the arithmetic (the NumPy backend's step
+# at 10k took 3.3 ms; 1.8 with the allocator told to keep its memory). Within a thread the
+# twins run one at a time (a kernel never calls another), so one buffer per name serves
+# them all; it grows to the largest world the thread stepped and is kept. Threads never
+# share one: NumPy lets go of the GIL inside large operations, so a world stepped in
+# another thread would write a buffer while this one reads it.
+_THREAD = threading.local()
+
+
+def workspace() -> dict[str, object]:
+    """This thread's kept work objects, by name (see ``scratch``)."""
+    kept: dict[str, object] | None = getattr(_THREAD, "kept", None)
+    if kept is None:
+        kept = _THREAD.kept = {}
+    return kept
 
 
 def scratch(name: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
-    """A work array of ``shape`` (contents undefined), reused by every call that names it."""
+    """A work array of ``shape`` (contents undefined), reused by every call in this thread
+    that names it."""
     size = math.prod(shape)
-    buf = _SCRATCH.get(name)
-    if buf is None or buf.size < size or buf.dtype != dtype:
-        buf = _SCRATCH[name] = np.empty(max(size, 2 * (buf.size if buf is not None else 0)), dtype)
+    kept = workspace()
+    buf = kept.get(name)
+    if not isinstance(buf, np.ndarray) or buf.size < size or buf.dtype != dtype:
+        grown = 2 * buf.size if isinstance(buf, np.ndarray) else 0
+        buf = kept[name] = np.empty(max(size, grown), dtype)
     return buf[:size].reshape(shape)
 
 
@@ -59,10 +73,11 @@ def scatter_add(out: F64, rows: NDArray[np.intp] | I32, vals: F64) -> None:
 
 
 def _counting(n: int) -> NDArray[np.intp]:
-    """0, 1, ..., n - 1 (kept)."""
-    have = _SCRATCH.get("counting")
-    if have is None or len(have) < n:
-        have = _SCRATCH["counting"] = np.arange(max(n, 2 * (len(have) if have is not None else 0)))
+    """0, 1, ..., n - 1 (kept, per thread)."""
+    kept = workspace()
+    have = kept.get("counting")
+    if not isinstance(have, np.ndarray) or len(have) < n:
+        have = kept["counting"] = np.arange(max(n, 2 * (len(have) if isinstance(have, np.ndarray) else 0)))
     return have[:n]
 
 

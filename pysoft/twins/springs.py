@@ -15,6 +15,7 @@ from pysoft.twins._common import (
     MIN_LENGTH,
     scatter_add,
     scratch,
+    workspace,
 )
 
 
@@ -29,19 +30,19 @@ class _Lists(NamedTuple):
     deeper: NDArray[np.intp]  # (depth - K, len(deep)): their further additions, likewise
 
 
-# Lists built, by the id of the spring term's incidence_state (held weakly: a state of the
-# same id is a new term's, and is rebuilt). The C kernel keeps its lists in the workspace
-# arrays; the twin's take a form NumPy sums quickly, so they are kept here, built when the C
-# kernel would build its own (incidence_state says they are stale).
-_BUILT: dict[int, tuple[weakref.ref[I32], _Lists]] = {}
-
-
 def _lists(pairs: I32, state: I32, m: int, n: int) -> _Lists:
     """The lists for these springs: kept from the last call while ``state`` says the springs
-    have not changed (as the C kernel keeps its own), else built afresh."""
-    have = _BUILT.get(id(state))
-    if state[0] and state[1] == m and state[2] == n and have is not None and have[0]() is state:
-        return have[1]
+    have not changed (as the C kernel keeps its own), else built afresh.
+
+    The C kernel keeps its lists in the workspace arrays; the twin's take a form NumPy sums
+    quickly, so they are kept in this thread's workspace (``_common.workspace``) by the id of
+    the spring term's incidence_state (held weakly: a state of the same id is a new term's,
+    and is rebuilt), and built when the C kernel would build its own (incidence_state says
+    they are stale) or when another thread steps the world."""
+    built = workspace()
+    have = built.get(f"springs.lists.{id(state)}")
+    if state[0] and state[1] == m and state[2] == n and isinstance(have, tuple) and have[0]() is state:
+        return have[1]  # type: ignore[no-any-return]
     ends = pairs[:m].reshape(-1).astype(np.intp)  # entry 2j: spring j's end a; 2j + 1: its end b
     order = np.argsort(ends, kind="stable")  # each particle's entries, in spring order
     count = np.bincount(ends, minlength=n)
@@ -60,8 +61,8 @@ def _lists(pairs: I32, state: I32, m: int, n: int) -> _Lists:
     deep = np.flatnonzero(count > width)
     lists = _Lists(ends[0::2].copy(), ends[1::2].copy(), padded(np.arange(width), np.arange(n)),
                    deep, padded(np.arange(width, int(count.max())), deep))
-    key = id(state)
-    _BUILT[key] = (weakref.ref(state, lambda _: _BUILT.pop(key, None)), lists)
+    key = f"springs.lists.{id(state)}"
+    built[key] = (weakref.ref(state, lambda _: built.pop(key, None)), lists)
     return lists
 
 
@@ -74,7 +75,7 @@ def springs(
     too short to have an axis ``f = -0.0``. Each particle adds its springs' forces in spring
     order, starting from its force as it was (the C kernel's pass 2): level k of the lists
     adds every particle's k-th. (The C kernel's workspace, ``spring_end``, ``incidence`` and
-    ``spring_force``, and the threads are not needed here: the lists are kept in _BUILT.)"""
+    ``spring_force``, and the threads are not needed here: the lists are kept by _lists.)"""
     if not m:
         return
     lists = _lists(pairs, incidence_state, m, n)

@@ -1,0 +1,181 @@
+"""Many worlds stepped in one call: :func:`step_many`.
+
+A game server with a world per room, a tuning script or a trainer with hundreds of small
+worlds steps them all every frame. ``step_many(worlds, frames, threads=...)`` gives each world
+exactly what ``frames`` calls of its own ``step()`` would (bit for bit: the same passes in the
+same order, and the same Python work around them), but runs the passes of every world that
+can run a frame in one call of the C core (``pysoft._frame``) in one foreign call for all of
+them, ``ps_run_worlds``, with the GIL released: each world on one thread, the worlds handed
+to up to ``threads`` threads of the core's pool, whichever thread runs a world giving the
+same bits. Within that call a world runs all its frames one after another when nothing
+needs Python between them (no spring that may tear, no pusher to aim: ``Feature.repeats``),
+with the copies and fills its next frame's start makes (``Frame.between``, the
+FrameStart's copies) done in C; it stops after a frame whose scan found an unstable
+particle, and Python reports it as ``step()`` would. The other worlds (the NumPy backend,
+or systems of the user's, which run Python inside the frame) are stepped on the calling
+thread in list order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pysoft import _native, _validate
+from pysoft._constants import MAX_THREADS
+from pysoft.world import World
+
+__all__ = ["StepManyError", "step_many"]
+
+R = TypeVar("R")
+
+
+class StepManyError(RuntimeError):
+    """Some worlds of a ``step_many`` call raised; every other world ran all its frames.
+
+    ``errors`` maps each failed world's index in the list to its exception (an
+    ``InstabilityError`` names the particle, as ``step()``'s does); a world that raised
+    stopped after the frame that raised, as a loop of its own ``step()`` would.
+    """
+
+    def __init__(self, errors: dict[int, BaseException]) -> None:
+        first = min(errors)
+        more = f" (and {len(errors) - 1} more: worlds {sorted(errors)[1:]})" if len(errors) > 1 else ""
+        super().__init__(f"worlds[{first}] raised {type(errors[first]).__name__}: {errors[first]}{more}")
+        self.errors = errors
+
+
+def _checked(worlds: Any) -> list[World]:
+    """The worlds as a list, each a distinct open World (ValueError naming the first that is not)."""
+    if isinstance(worlds, (str, bytes)) or not isinstance(worlds, Sequence):
+        raise ValueError(f"worlds must be a list of pysoft.World, got {type(worlds).__name__}")
+    seen: dict[int, int] = {}
+    for i, w in enumerate(worlds):
+        if not isinstance(w, World):
+            raise ValueError(f"worlds[{i}] is not a pysoft.World: {w!r}")
+        if id(w) in seen:
+            raise ValueError(f"worlds[{i}] is worlds[{seen[id(w)]}]: a world may be listed once")
+        if w._guard.closed:
+            raise ValueError(f"worlds[{i}] was closed")
+        seen[id(w)] = i
+    return list(worlds)
+
+
+def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
+    """Step every world of ``worlds`` by ``frames`` frames of its own ``dt``, each exactly as
+    ``frames`` calls of its ``step()`` would (bit for bit), the C backend's worlds in one call of
+    the C core on up to ``threads`` threads (1 to MAX_THREADS) with the GIL released; worlds of
+    the NumPy backend or with systems of the user's are stepped on the calling thread, in list
+    order. Every world is checked, and held against use from other threads, before any is
+    stepped: ValueError for a non-world, a world listed twice or a closed world,
+    ConcurrentUseError for a world another thread is using. A world whose frame raises (an
+    InstabilityError) stops there; the others complete, and then StepManyError says which
+    raised what."""
+    listed = _checked(worlds)
+    frames = _validate.integer("frames", frames, 0, 2**31 - 1)
+    threads = _validate.integer("threads", threads, 1, MAX_THREADS)
+    held: list[World] = []
+    try:
+        for w in listed:
+            w._guard.claim("step_many")
+            held.append(w)
+        errors = _run(listed, frames, threads)
+    finally:
+        for w in held:
+            w._guard.release()
+    if errors:
+        raise StepManyError(errors) from errors[min(errors)]
+
+
+def _attempt(call: Callable[[], R]) -> tuple[R | None, Exception | None]:
+    """``call()``'s result, or the exception it raised."""
+    try:
+        return call(), None
+    except Exception as exc:
+        return None, exc
+
+
+def _steps(w: World, frames: int) -> None:
+    for _ in range(frames):
+        w._step(None)
+
+
+def _run(worlds: list[World], frames: int, threads: int) -> dict[int, BaseException]:
+    """Step the worlds; the exceptions of those that raised, by index."""
+    errors: dict[int, BaseException] = {}
+    left = [frames] * len(worlds)
+    for i, w in enumerate(worlds):  # the worlds Python steps: one after another, in list order
+        if w._frame is None or w._systems != w._stages:
+            _, error = _attempt(functools.partial(_steps, w, frames))
+            if error is not None:
+                errors[i] = error
+            left[i] = 0
+    while any(left):
+        batch: list[tuple[int, _Pending]] = []
+        for i, w in enumerate(worlds):
+            if left[i]:
+                pending, error = _attempt(functools.partial(_Pending.start, w, left[i]))
+                if pending is None or error is not None:
+                    errors[i], left[i] = error or RuntimeError("no frame"), 0
+                elif pending.runs is None:
+                    left[i] -= 1  # it ran its frame stage by stage (a term asked for that)
+                else:
+                    batch.append((i, pending))
+        if batch:
+            ffi, lib = _native.require()
+            lib.ps_run_worlds(ffi.new("ps_world *[]", [p.runs for _, p in batch]), len(batch), threads)
+        for i, pending in batch:
+            ran, error = _attempt(pending.end)
+            if error is not None:
+                errors[i], left[i] = error, 0
+            else:
+                left[i] -= ran or 0
+    return errors
+
+
+class _Pending:
+    """A world's frames, begun in Python, waiting for ``ps_run_worlds``."""
+
+    def __init__(self, world: World, dt: float, h: float, systems: tuple[Any, ...]) -> None:
+        self.world, self.dt, self.h, self.systems = world, dt, h, systems
+        self.runs: Any = None  # the world's ps_world (None: the frame ran stage by stage)
+
+    @classmethod
+    def start(cls, w: World, frames: int) -> _Pending:
+        """Begin ``w``'s next frame as its ``step()`` would, and describe up to ``frames`` of
+        them (one unless nothing needs Python between them) for ps_run_worlds."""
+        begun = w._begin(None)
+        if begun is None:  # (no frame: a world's own dt is at least MIN_DT)
+            return cls(w, 0.0, 0.0, ())
+        dt, h, frame, systems = begun
+        self = cls(w, dt, h, systems)
+        try:
+            if frame is not None and frame.prepare(h, w._settings._substeps, w._frame_start):
+                repeats = frames > 1 and all(f.repeats() for f in w._features)
+                self.runs = frame.runs(frames if repeats else 1, w._frame_start,
+                                       w._settings._on_instability in ("raise", "warn"))
+                return self
+            elapsed = w._staged(h, systems)
+            error = w._diagnose(h, systems)
+        finally:
+            if self.runs is None:
+                w._stepping = False
+        w._end(dt, error, systems, elapsed)
+        return self
+
+    def end(self) -> int:
+        """After ps_run_worlds: what ``step()`` does after each frame that ran (the frames but
+        the last had nothing to do but their time); how many ran."""
+        w, frame = self.world, self.world._frame
+        assert frame is not None
+        ran = int(self.runs.ran)
+        try:
+            frame.finish(w._settings._substeps)
+            for _ in range(ran - 1):
+                w.pipeline.time += self.dt
+            error = w._diagnose(self.h, self.systems)
+        finally:
+            w._stepping = False
+        w._end(self.dt, error, self.systems, frame.seconds)
+        return ran

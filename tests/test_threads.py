@@ -1,0 +1,463 @@
+"""Many worlds in one process (DESIGN.md, "Many worlds in one process").
+
+Worlds built and stepped from as many threads as you like give bit for bit what each gives
+alone, on both backends, with Python switching threads as often as it can; esper's current
+context is never left changed, and a user's systems see their own world's context;
+``step_many`` gives each world what a loop of its ``step()`` gives; a World is freed by
+``del`` without the cyclic collector, and reserves what the process can have.
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import esper
+import numpy as np
+import pytest
+
+import pysoft
+from pysoft import build, scenes
+
+BACKENDS = ("c", "python")
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Python switches threads as often as it can (every microsecond)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def state(world: pysoft.World) -> bytes:
+    """Everything a frame changes and a test compares: positions, velocities, time, entities."""
+    return b"".join([np.ascontiguousarray(world.positions).tobytes(),
+                     np.ascontiguousarray(world.velocities).tobytes(),
+                     np.float64(world.time).tobytes(), (world.particles - world._ecs.base).tobytes(),
+                     np.int64(world.store.springs.n).tobytes()])
+
+
+def sheet(backend: str) -> pysoft.World:
+    """A spring sheet of 1,200 particles and about 4,600 springs on a floor: arrays large
+    enough that NumPy lets go of the GIL inside its operations."""
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.4)
+    build.box(w, center=(0.0, 1.0), size=(3.0, 1.0), cells=(39, 29))
+    return w
+
+
+def xpbd_and_bodies(backend: str) -> pysoft.World:
+    """XPBD boxes, gas balls and shape-matched boxes falling on each other (body contacts)."""
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    for i, model in enumerate(("xpbd", "springs+shape_matching", "xpbd+shape_matching")):
+        build.box(w, center=(0.6 * i, 0.5 + 0.45 * i), size=(0.4, 0.4), cells=(5, 5), model=model)
+    build.ball(w, center=(0.3, 2.2), radius=0.25)
+    return w
+
+
+SCENES: dict[str, Callable[[str], pysoft.World]] = {
+    "sheet": sheet,
+    "xpbd_and_bodies": xpbd_and_bodies,
+    "demo": lambda backend: scenes.demo(backend=backend),
+    "course": lambda backend: scenes.course(backend=backend),  # a system of its own (the motor)
+}
+
+
+def run_alone(make: Callable[[str], pysoft.World], backend: str, frames: int) -> bytes:
+    w = make(backend)
+    for _ in range(frames):
+        w.step()
+    return state(w)
+
+
+def run_in_threads(jobs: list[Callable[[], bytes]]) -> list[bytes]:
+    """Each job in a thread of its own, all started together; their results in order."""
+    results: list[Any] = [None] * len(jobs)
+    start = threading.Barrier(len(jobs))
+
+    def work(k: int) -> None:
+        start.wait()
+        try:
+            results[k] = jobs[k]()
+        except BaseException as exc:
+            results[k] = exc
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
+
+
+@pytest.mark.parametrize(("backend", "names", "frames", "repeats"), [
+    ("c", ("sheet", "xpbd_and_bodies", "demo", "course"), 40, 5),
+    ("c", ("sheet", "sheet", "sheet"), 40, 3),
+    ("python", ("sheet", "xpbd_and_bodies"), 12, 3),
+    ("python", ("sheet", "sheet"), 12, 2),
+])
+def test_worlds_built_and_stepped_in_threads_match_each_alone(
+        backend: str, names: tuple[str, ...], frames: int, repeats: int, switch_often: None) -> None:
+    alone = [run_alone(SCENES[name], backend, frames) for name in names]
+    context = esper.current_world
+    for _ in range(repeats):
+        got = run_in_threads([lambda name=name: run_alone(SCENES[name], backend, frames)  # type: ignore[misc]
+                              for name in names])
+        for name, a, b in zip(names, alone, got, strict=True):
+            assert a == b, f"{name} ({backend}) differs from the same world alone"
+        assert esper.current_world == context
+
+
+class Census(esper.Processor):
+    """A user's system: counts, from esper, the particles of the current context each substep."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.contexts: set[str] = set()
+
+    def process(self, *args: Any) -> None:
+        self.seen.add(len(esper.get_component(pysoft.Particle)))
+        self.contexts.add(esper.current_world)
+
+
+def test_user_systems_see_their_own_world_in_threads(switch_often: None) -> None:
+    worlds = [pysoft.World() for _ in range(4)]
+    census = [Census() for _ in worlds]
+    for k, (w, c) in enumerate(zip(worlds, census, strict=True)):
+        w.add_particles(np.column_stack([np.arange(k + 3.0), np.ones(k + 3)]))
+        w.add_system(c, priority=450)
+    before = esper.current_world
+
+    def run(k: int) -> bytes:
+        for _ in range(30):
+            worlds[k].step()
+            worlds[k].add_particle((0.0, 5.0))  # built while the others step
+            worlds[k].remove(int(worlds[k].particles[-1]))
+        return b""
+
+    run_in_threads([lambda k=k: run(k) for k in range(len(worlds))])  # type: ignore[misc]
+    assert esper.current_world == before
+    for k, (w, c) in enumerate(zip(worlds, census, strict=True)):
+        assert c.seen == {k + 3}, f"world {k}'s system saw {c.seen} particles"
+        assert c.contexts == {w.context}
+
+
+def test_pysoft_calls_leave_esper_context_as_they_found_it() -> None:
+    esper.switch_world("default")
+    try:
+        w = pysoft.World()
+        shared = pysoft.World(context="game-of-the-test")
+        for world in (w, shared):
+            p = world.add_particle((0.0, 1.0))
+            world.add_system(Census())
+            world.step()
+            world.remove(p)
+            assert esper.current_world == "default"
+        shared.close()
+        w.close()
+        assert esper.current_world == "default"
+    finally:
+        esper.switch_world("default")
+        if "game-of-the-test" in esper.list_worlds():
+            esper.delete_world("game-of-the-test")
+
+
+def test_one_world_used_from_two_threads_raises_and_is_not_changed() -> None:
+    w = pysoft.World()
+    p = w.add_particle((0.0, 1.0))
+    inside, release = threading.Event(), threading.Event()
+
+    class Hold(esper.Processor):
+        def process(self, *args: Any) -> None:
+            if not inside.is_set():
+                inside.set()
+                release.wait(10)
+
+    w.add_system(Hold())
+    stepping = threading.Thread(target=w.step)
+    stepping.start()
+    assert inside.wait(10)
+    before = state(w)
+    with pytest.raises(pysoft.ConcurrentUseError, match="another thread"):
+        w.step()
+    with pytest.raises(pysoft.ConcurrentUseError):
+        w.add_particle((1.0, 1.0))
+    with pytest.raises(pysoft.ConcurrentUseError):
+        w.remove(p)
+    with pytest.raises(pysoft.ConcurrentUseError):
+        pysoft.step_many([w])
+    assert state(w) == before
+    release.set()
+    stepping.join()
+    w.step()  # and it is usable again
+
+
+# -- step_many ---------------------------------------------------------------------------
+
+
+def mixed(k: int) -> pysoft.World:
+    """Worlds of every kind step_many meets: one-call frames of several models, a NumPy world,
+    one with a system of the user's, one with a spring that tears, watched or not."""
+    kinds: list[Callable[[], pysoft.World]] = [
+        lambda: xpbd_and_bodies("c"),
+        lambda: scenes.demo(),
+        lambda: scenes.course(),  # a system of the user's: stepped by Python
+        lambda: xpbd_and_bodies("python"),
+        lambda: scenes.planets(),
+        lambda: scenes.bridge(on_instability="ignore"),
+    ]
+    w = kinds[k % len(kinds)]()
+    if k % len(kinds) == 4:  # a spring that tears: frames one by one
+        a, b = w.add_particle((5.0, 5.0)), w.add_particle((5.5, 5.0), pinned=True)
+        w.spring(w.add_spring(a, b, stiffness=50.0)).max_strain = 1.02
+    return w
+
+
+@pytest.mark.parametrize("frames", [1, 3, 20])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_step_many_gives_what_a_loop_of_step_gives(frames: int, threads: int) -> None:
+    many = [mixed(k) for k in range(7)]
+    loop = [mixed(k) for k in range(7)]
+    for _ in range(3):
+        pysoft.step_many(many, frames, threads=threads)
+        for w in loop:
+            for _ in range(frames):
+                w.step()
+        for k, (a, b) in enumerate(zip(many, loop, strict=True)):
+            assert state(a) == state(b), f"world {k}"
+            touching = [w.contacts.particles - w._ecs.base for w in (a, b)]
+            assert touching[0].tolist() == touching[1].tolist()
+            assert a.broken_springs == b.broken_springs
+
+
+def test_step_many_of_many_small_worlds_on_threads() -> None:
+    def small(i: int) -> pysoft.World:
+        w = pysoft.World()
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+        build.box(w, center=(0.01 * i, 0.5 + 0.02 * i), size=(0.4, 0.4), cells=(4, 4))
+        return w
+
+    many, loop = [small(i) for i in range(64)], [small(i) for i in range(64)]
+    for frames in (1, 5, 30):
+        pysoft.step_many(many, frames, threads=2)
+        for w in loop:
+            for _ in range(frames):
+                w.step()
+    assert [state(w) for w in many] == [state(w) for w in loop]
+
+
+def blows_up(backend: str = "c") -> pysoft.World:
+    """A world whose spring is far too stiff for its substep: unstable within a few frames."""
+    w = pysoft.World(backend=backend, substeps=1)
+    a, b = w.add_particle((0.0, 1.0)), w.add_particle((0.3, 1.0), mass=0.01)
+    w.add_spring(a, b, stiffness=1e7, rest_length=0.1)
+    return w
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_many_reports_the_world_that_raised_and_completes_the_others(backend: str) -> None:
+    worlds = [mixed(0), blows_up(backend), mixed(1)]
+    twins = [mixed(0), blows_up(backend), mixed(1)]
+    with pytest.raises(pysoft.StepManyError, match=r"worlds\[1\] raised InstabilityError") as info:
+        pysoft.step_many(worlds, 30)
+    assert set(info.value.errors) == {1}
+    error = info.value.errors[1]
+    assert isinstance(error, pysoft.InstabilityError)
+    for _ in range(30):
+        twins[0].step()
+        twins[2].step()
+    with pytest.raises(pysoft.InstabilityError) as alone:
+        for _ in range(30):
+            twins[1].step()
+    # the same frame, the same particle (by row: ids differ from world to world), the same pass
+    reports = [(str(e).replace(str(e.entity), "E"), e.row, e.pass_name, e.substep)
+               for e in (error, alone.value)]
+    assert reports[0] == reports[1]
+    assert [state(w) for w in worlds] == [state(w) for w in twins]
+
+
+def test_step_many_checks_everything_before_stepping() -> None:
+    a, b = pysoft.World(), pysoft.World()
+    pa = a.add_particle((0.0, 1.0))
+    closed = pysoft.World()
+    closed.close()
+    cases: list[tuple[Any, dict[str, Any], str]] = [
+        ([a, b, a], {}, r"worlds\[2\] is worlds\[0\]"),
+        ([a, "b"], {}, r"worlds\[1\] is not a pysoft.World"),
+        ([a, closed], {}, r"worlds\[1\] was closed"),
+        (a, {}, "worlds must be a list"),
+        ([a, b], {"frames": -1}, "frames"),
+        ([a, b], {"frames": 1.5}, "frames"),
+        ([a, b], {"threads": 0}, "threads"),
+        ([a, b], {"threads": 10**400}, "threads"),
+    ]
+    for worlds, kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            pysoft.step_many(worlds, **kwargs)
+        assert a.time == b.time == 0.0
+        assert a.particle(pa).position.tolist() == [0.0, 1.0]
+    pysoft.step_many([], 3)  # nothing to step
+    pysoft.step_many([a, b], 0)
+    assert a.time == 0.0
+
+
+# -- memory ------------------------------------------------------------------------------
+
+
+def _mapped_mib() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * 4096 / 2**20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_del_frees_the_store_without_the_cyclic_collector() -> None:
+    gc.collect()
+    gc.disable()
+    try:
+        before = _mapped_mib()
+        for backend in BACKENDS:
+            w = xpbd_and_bodies(backend)
+            w.add_system(Census())
+            for _ in range(3):
+                w.step()
+            assert _mapped_mib() - before > 10_000  # the default reservation (address space only)
+            del w
+            assert _mapped_mib() - before < 64, "the world's reservation outlived it"
+    finally:
+        gc.enable()
+
+
+def test_a_closed_world_refuses_calls_and_held_views_stay_valid() -> None:
+    with pysoft.World() as w:
+        p = w.add_particle((0.0, 1.0))
+        w.step()
+        positions, particle = w.positions, w.particle(p)
+    assert positions[0, 1] < 1.0  # a held view keeps its memory
+    for call in (w.step, lambda: w.add_particle((0.0, 0.0)), w.snapshot, lambda: w.positions):
+        with pytest.raises(pysoft.ClosedError, match="closed"):
+            call()
+    with pytest.raises(pysoft.RemovedError):
+        particle.position  # noqa: B018
+    assert "closed" in repr(w)
+    w.close()  # twice: nothing
+
+
+def test_world_capacity_and_its_error() -> None:
+    w = pysoft.World(capacity=5000)
+    assert w.capacity == 5000
+    w.add_particles(np.zeros((5000, 2)))
+    with pytest.raises(pysoft.CapacityError, match=r"World\(capacity=5,000\)"):
+        w.add_particle((0.0, 0.0))
+    assert len(w.positions) == 5000
+    for bad in (0, -1, 2.5, 10**400, "many", 1 << 40):
+        with pytest.raises(ValueError, match="capacity"):
+            pysoft.World(capacity=bad)
+
+
+LIMITED = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    import pysoft
+    from pysoft import build
+    limit = 2 << 30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    worlds = []
+    for k in range(3):
+        w = pysoft.World(backend=sys.argv[1])
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+        build.box(w, center=(0.0, 1.0), size=(0.5, 0.5), cells=(8, 8))
+        for _ in range(10):
+            w.step()
+        worlds.append(w)
+    print(*(w.capacity for w in worlds))
+    try:
+        pysoft.World(capacity=1 << 24)
+    except MemoryError as exc:
+        print("refused:", exc)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_three_worlds_under_a_two_gib_address_space_limit(backend: str) -> None:
+    out = subprocess.run([sys.executable, "-c", LIMITED, backend], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    capacities = [int(c) for c in lines[0].split()]
+    assert len(capacities) == 3 and min(capacities) >= 4096
+    assert "refused: capacity:" in lines[1] and "World(capacity=...)" in lines[1]
+
+
+def test_a_memory_error_part_way_through_an_add_leaves_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    w = pysoft.World()
+    kept = w.add_particles(np.zeros((3, 2)))
+    before = (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w))
+    made = iter(range(10**9))
+
+    original = pysoft.Particle.__init__
+
+    def fails(self: Any, *args: Any) -> None:
+        if next(made) == 7:
+            raise MemoryError("the test's")
+        original(self, *args)
+
+    monkeypatch.setattr(pysoft.Particle, "__init__", fails)
+    with pytest.raises(MemoryError, match="the test's"):
+        w.add_particles(np.ones((20, 2)))
+    assert (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w)) == before
+    monkeypatch.undo()
+    assert len(w.add_particles(np.ones((20, 2)))) == 20
+    assert w.particles.tolist()[:3] == list(kept)
+
+
+def test_a_memory_error_after_the_entities_were_made_leaves_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    w = pysoft.World()
+    ps = w.add_particles(np.column_stack([np.arange(6.0), np.zeros(6)]))
+    before = (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w))
+    original = pysoft._store.Table.add
+
+    def fails(table: Any, count: int, **values: Any) -> int:
+        if table.name == "springs":
+            raise MemoryError("the test's")
+        return original(table, count, **values)
+
+    monkeypatch.setattr(pysoft._store.Table, "add", fails)
+    with pytest.raises(MemoryError, match="the test's"):
+        w.add_springs(np.array([[ps[0], ps[1]], [ps[2], ps[3]]]))
+    assert (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w)) == before
+    assert w.store.springs.n == 0
+
+
+def test_a_builder_that_fails_part_way_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = pysoft.World()
+    w.add_particle((5.0, 5.0))
+    before = (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w))
+
+    def fails(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError("the test's")
+
+    for name, make in (("box", lambda: build.box(w, center=(0.0, 1.0), size=(1.0, 1.0), cells=(3, 3))),
+                       ("ball", lambda: build.ball(w, center=(0.0, 1.0), radius=0.4))):
+        monkeypatch.setattr(pysoft.World, "add_body", fails)
+        with pytest.raises(MemoryError, match="the test's"):
+            make()
+        assert (len(w._ecs.components), len(esper._context_map[w.context][2]), state(w)) == before, name
+        monkeypatch.undo()
+    build.box(w, center=(0.0, 1.0), size=(1.0, 1.0), cells=(3, 3))  # and the world still builds
+    w.step()
