@@ -1,9 +1,11 @@
 """The esper seam: a world's context, entity creation and deletion, and row views.
 
 esper 3 keeps its state in named module-level contexts. :class:`Ecs` owns
-one (or shares the game's), switches to it for every call that touches
-esper (:meth:`Ecs.entered`) and keeps a registry entity -> component so the
-World never queries esper in a step.
+one (or shares the game's), writes its entities into that context's own
+tables without making it esper's current one (so worlds in several threads
+never meet in esper's globals), makes it current only while the user's
+systems run (:meth:`Ecs.entered`, under one process-wide lock), and keeps a
+registry entity -> component so the World never queries esper in a step.
 
 Components are views, not copies (:class:`RowView`): a component knows its
 table and its entity and finds its row through the table's ``row_of`` on
