@@ -1,0 +1,211 @@
+"""Hardening: arguments at the edge of the float range, derived values that overflow, and
+state that a snapshot, a removal or a winding could leave inconsistent.
+
+Each bad call gets a ValueError (or KeyError) naming the argument the caller passed, and
+the world is left as it was (the fingerprint of test_bad_input and the snapshot's bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from test_bad_input import fingerprint
+
+import pysoft
+
+BIG = 10**400  # float(BIG) raises OverflowError
+
+
+class Scene:
+    """A small stepped world with one of everything a call may name."""
+
+    def __init__(self, backend: str = "c") -> None:
+        w = self.world = pysoft.World(backend=backend)
+        self.collider = w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+        self.p = w.add_particles([[0.0, 1.0], [0.5, 1.0], [0.25, 1.5], [2.0, 2.0]])
+        self.spring = w.add_spring(self.p[0], self.p[1])
+        self.area = w.add_area_spring(self.p[0], self.p[1], self.p[2], 10.0)
+        self.distance = w.add_distance_constraint(self.p[1], self.p[2])
+        self.pressure = pysoft.Pressure(1.0)
+        self.matching = pysoft.ShapeMatching()
+        self.body = w.add_body(self.p[:3], self.pressure, self.matching)
+        self.well = w.add_gravity_well((5.0, 5.0), 1.0)
+        self.grab = w.grab(self.p[3])
+        for _ in range(2):
+            w.step()
+
+    def state(self) -> tuple[bytes, bytes]:
+        return fingerprint(self.world), self.world.snapshot()
+
+
+Call = Callable[[Scene, Any], Any]
+SETTINGS = ("dt", "max_dt", "drag", "restitution_threshold", "max_speed", "substeps",
+            "contact_iterations", "constraint_iterations", "body_contact_iterations", "threads")
+
+
+
+def _setter(name: str) -> Call:
+    return lambda s, x: setattr(s.world, name, x)
+
+
+# (id, call with the bad number x in it, the argument's name the error must give)
+NUMBERS: list[tuple[str, Call, str]] = [
+    *[(f"set-{a}", _setter(a), a) for a in SETTINGS],
+    ("set-gravity", lambda s, x: setattr(s.world, "gravity", (0.0, x)), "gravity"),
+    ("set-time", lambda s, x: setattr(s.world, "time", x), "time"),
+    ("step", lambda s, x: s.world.step(x), "dt"),
+    ("particle-position", lambda s, x: s.world.add_particle((x, 0.0)), "position"),
+    ("particle-velocity", lambda s, x: s.world.add_particle((0.0, 0.0), velocity=(0.0, x)), "velocity"),
+    ("particle-mass", lambda s, x: s.world.add_particle((0.0, 0.0), mass=x), "mass"),
+    ("particle-radius", lambda s, x: s.world.add_particle((0.0, 0.0), radius=x), "radius"),
+    ("particles-positions", lambda s, x: s.world.add_particles([[0.0, x]]), "positions"),
+    ("particles-velocities", lambda s, x: s.world.add_particles([[0.0, 0.0]], velocities=[[x, 0.0]]),
+     "velocities"),
+    ("particles-masses", lambda s, x: s.world.add_particles([[0.0, 0.0]], masses=x), "masses"),
+    ("particles-masses-list", lambda s, x: s.world.add_particles([[0.0, 0.0]], masses=[x]), "masses"),
+    ("particles-radii", lambda s, x: s.world.add_particles([[0.0, 0.0]], radii=x), "radii"),
+    ("spring-stiffness", lambda s, x: s.world.add_spring(s.p[0], s.p[2], stiffness=x), "stiffness"),
+    ("spring-damping", lambda s, x: s.world.add_spring(s.p[0], s.p[2], damping=x), "damping"),
+    ("spring-rest-length", lambda s, x: s.world.add_spring(s.p[0], s.p[2], rest_length=x), "rest_length"),
+    ("spring-max-strain", lambda s, x: s.world.add_spring(s.p[0], s.p[2], max_strain=x), "max_strain"),
+    ("springs-stiffness", lambda s, x: s.world.add_springs([[s.p[0], s.p[2]]], stiffness=[x]), "stiffness"),
+    ("springs-damping", lambda s, x: s.world.add_springs([[s.p[0], s.p[2]]], damping=x), "damping"),
+    ("springs-rest-lengths", lambda s, x: s.world.add_springs([[s.p[0], s.p[2]]], rest_lengths=x),
+     "rest_lengths"),
+    ("springs-max-strain", lambda s, x: s.world.add_springs([[s.p[0], s.p[2]]], max_strain=x), "max_strain"),
+    ("area-stiffness", lambda s, x: s.world.add_area_spring(s.p[0], s.p[1], s.p[3], x), "stiffness"),
+    ("area-damping", lambda s, x: s.world.add_area_spring(s.p[0], s.p[1], s.p[3], 1.0, x), "damping"),
+    ("area-rest-area", lambda s, x: s.world.add_area_spring(s.p[0], s.p[1], s.p[3], 1.0, rest_area=x),
+     "rest_area"),
+    ("areas-rest-areas", lambda s, x: s.world.add_area_springs([[*s.p[:2], s.p[3]]], 1.0, rest_areas=x),
+     "rest_areas"),
+    ("distance-compliance", lambda s, x: s.world.add_distance_constraint(s.p[0], s.p[3], compliance=x),
+     "compliance"),
+    ("distance-rest-length", lambda s, x: s.world.add_distance_constraint(s.p[0], s.p[3], rest_length=x),
+     "rest_length"),
+    ("distances-rest-lengths", lambda s, x: s.world.add_distance_constraints([[s.p[0], s.p[3]]],
+                                                                             rest_lengths=[x]),
+     "rest_lengths"),
+    ("volume-compliance", lambda s, x: s.world.add_volume_constraint([*s.p[:2], s.p[3]], compliance=x),
+     "compliance"),
+    ("body-friction", lambda s, x: s.world.add_body(s.p[:3], friction=x), "friction"),
+    ("body-restitution", lambda s, x: s.world.add_body(s.p[:3], restitution=x), "restitution"),
+    ("body-rolling", lambda s, x: s.world.add_body(s.p[:3], rolling_resistance=x), "rolling_resistance"),
+    ("body-category", lambda s, x: s.world.add_body(s.p[:3], category=x), "category"),
+    ("pressure-amount", lambda s, x: pysoft.Pressure(x), "amount"),
+    ("matching-stiffness", lambda s, x: pysoft.ShapeMatching(stiffness=x), "stiffness"),
+    ("collider-restitution", lambda s, x: s.world.add_collider(pysoft.Plane((0, 1)), restitution=x),
+     "restitution"),
+    ("collider-friction", lambda s, x: s.world.add_collider(pysoft.Plane((0, 1)), friction=x), "friction"),
+    ("collider-damping", lambda s, x: s.world.add_collider(pysoft.Plane((0, 1)), tangential_damping=x),
+     "tangential_damping"),
+    ("collider-velocity", lambda s, x: s.world.add_collider(pysoft.Plane((0, 1)), velocity=(x, 0)),
+     "velocity"),
+    ("collider-spin", lambda s, x: s.world.add_collider(pysoft.Plane((0, 1)), angular_velocity=x),
+     "angular_velocity"),
+    ("plane-normal", lambda s, x: s.world.add_collider(pysoft.Plane((x, 1.0))), "normal"),
+    ("plane-offset", lambda s, x: s.world.add_collider(pysoft.Plane((0.0, 1.0), x)), "offset"),
+    ("disc-center", lambda s, x: s.world.add_collider(pysoft.Disc((x, 0.0), 1.0)), "center"),
+    ("disc-radius", lambda s, x: s.world.add_collider(pysoft.Disc((0.0, 0.0), x)), "radius"),
+    ("segment-a", lambda s, x: s.world.add_collider(pysoft.Segment((x, 0.0), (1.0, 0.0))), r"\ba\b"),
+    ("segment-radius", lambda s, x: s.world.add_collider(pysoft.Segment((0, 0), (1, 0), x)), "radius"),
+    ("box-half-extents", lambda s, x: s.world.add_collider(pysoft.Box((0, 0), (x, 1.0))), "half_extents"),
+    ("box-angle", lambda s, x: s.world.add_collider(pysoft.Box((0, 0), (1.0, 1.0), x)), "angle"),
+    ("polygon-vertices", lambda s, x: s.world.add_collider(pysoft.Polygon([(0, 0), (x, 0), (0, 1)])),
+     "vertices"),
+    ("pusher-radius", lambda s, x: s.world.add_pusher(x), "radius"),
+    ("pusher-position", lambda s, x: s.world.add_pusher(0.1, position=(x, 0.0)), "position"),
+    ("pusher-friction", lambda s, x: s.world.add_pusher(0.1, friction=x), "friction"),
+    ("well-center", lambda s, x: s.world.add_gravity_well((x, 0.0), 1.0), "center"),
+    ("well-strength", lambda s, x: s.world.add_gravity_well((0.0, 0.0), x), "strength"),
+    ("well-falloff", lambda s, x: s.world.add_gravity_well((0.0, 0.0), 1.0, falloff=x), "falloff"),
+    ("well-min-distance", lambda s, x: s.world.add_gravity_well((0.0, 0.0), 1.0, min_distance=x),
+     "min_distance"),
+    ("grab-point", lambda s, x: s.world.grab((x, 0.0)), "what"),
+    ("grab-stiffness", lambda s, x: s.world.grab(s.p[0], stiffness=x), "stiffness"),
+    ("grab-max-distance", lambda s, x: s.world.grab((0.0, 1.0), max_distance=x), "max_distance"),
+    ("nearest-point", lambda s, x: s.world.nearest_particle((0.0, x)), "point"),
+    ("nearest-max-distance", lambda s, x: s.world.nearest_particle((0.0, 0.0), x), "max_distance"),
+    ("body-at", lambda s, x: s.world.body_at((x, 0.0)), "point"),
+    # the writable fields of components
+    ("set-position", lambda s, x: setattr(s.world.particle(s.p[0]), "position", (x, 0.0)), "position"),
+    ("set-particle-friction", lambda s, x: setattr(s.world.particle(s.p[0]), "friction", x), "friction"),
+    ("set-spring-stiffness", lambda s, x: setattr(s.world.spring(s.spring), "stiffness", x), "stiffness"),
+    ("set-spring-max-strain", lambda s, x: setattr(s.world.spring(s.spring), "max_strain", x),
+     "max_strain"),
+    ("set-area-rest", lambda s, x: setattr(s.world.area_spring(s.area), "rest_area", x), "rest_area"),
+    ("set-distance-rest", lambda s, x: setattr(s.world.distance_constraint(s.distance), "rest_length", x),
+     "rest_length"),
+    ("set-collider-angle", lambda s, x: setattr(s.world.collider(s.collider), "angle", x), "angle"),
+    ("set-collider-spin", lambda s, x: setattr(s.world.collider(s.collider), "angular_velocity", x),
+     "angular_velocity"),
+    ("set-collider-position", lambda s, x: setattr(s.world.collider(s.collider), "position", (0.0, x)),
+     "position"),
+    ("set-well-strength", lambda s, x: setattr(s.world.gravity_well(s.well), "strength", x), "strength"),
+    ("set-body-friction", lambda s, x: setattr(s.world.body(s.body), "friction", x), "friction"),
+    ("set-pressure-amount", lambda s, x: setattr(s.pressure, "amount", x), "amount"),
+    ("set-matching-damping", lambda s, x: setattr(s.matching, "damping", x), "damping"),
+    ("set-grab-target", lambda s, x: setattr(s.grab, "target", (x, 0.0)), "target"),
+    ("set-grab-damping", lambda s, x: setattr(s.grab, "damping", x), "damping"),
+]
+
+
+@pytest.mark.parametrize("sign", [1, -1], ids=["plus", "minus"])
+@pytest.mark.parametrize(("call", "name"), [pytest.param(c, n, id=i) for i, c, n in NUMBERS])
+def test_a_number_beyond_the_float_range_is_a_value_error_naming_it(call: Call, name: str,
+                                                                    sign: int) -> None:
+    """float(10**400) raises OverflowError: every numeric argument of the public API turns it
+    into a ValueError naming the argument, and changes nothing."""
+    scene = Scene()
+    before = scene.state()
+    with pytest.raises(ValueError, match=name):
+        call(scene, sign * BIG)
+    assert scene.state() == before
+
+
+WORLD_SETTINGS = (*SETTINGS, "gravity")
+
+
+@pytest.mark.parametrize("name", WORLD_SETTINGS)
+def test_a_world_setting_beyond_the_float_range_is_a_value_error(name: str) -> None:
+    value: Any = (0.0, BIG) if name == "gravity" else BIG
+    with pytest.raises(ValueError, match=name):
+        pysoft.World(**{name: value})
+
+
+def test_a_message_does_not_print_a_huge_int() -> None:
+    """An int too long to print (10**5000: str() refuses past 4,300 digits) is described, not
+    printed, so the error is still the ValueError naming the argument."""
+    w = pysoft.World()
+    for call in (lambda: w.add_particle((0.0, 0.0), mass=10**5000),
+                 lambda: setattr(w, "substeps", 10**5000),
+                 lambda: w.add_particle((0.0, 0.0), pinned=10**5000)):
+        with pytest.raises(ValueError, match=r"(mass|substeps|pinned).*an int of \d+ bits"):
+            call()
+
+
+def test_an_entity_array_beyond_int64_is_a_value_error() -> None:
+    w = pysoft.World()
+    a, _ = w.add_particles([[0.0, 0.0], [1.0, 0.0]])
+    n = w.store.springs.n
+    with pytest.raises(ValueError, match="pairs"):
+        w.add_springs(np.array([[a, 2**63]], dtype=np.uint64))
+    assert w.store.springs.n == n
+
+
+def test_overflowing_ints_inside_arrays_name_the_argument() -> None:
+    w = pysoft.World()
+    with pytest.raises(ValueError, match=r"positions.*float range"):
+        w.add_particles([[0.0, BIG]])
+    assert w.store.particles.n == 0
+
+
+def test_a_huge_but_finite_number_still_passes() -> None:
+    """The check is the float range, not a size limit: 10**300 (an int) is a valid drag."""
+    w = pysoft.World(drag=10**300)
+    assert w.drag == 1e300
+    assert math.isfinite(w.drag)
