@@ -7,7 +7,9 @@ the world is left as it was (the fingerprint of test_bad_input and the snapshot'
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 from test_bad_input import fingerprint
 
 import pysoft
+from pysoft import build
 
 BIG = 10**400  # float(BIG) raises OverflowError
 
@@ -209,3 +212,160 @@ def test_a_huge_but_finite_number_still_passes() -> None:
     w = pysoft.World(drag=10**300)
     assert w.drag == 1e300
     assert math.isfinite(w.drag)
+
+
+# -- builders: every argument, bad values, and the argument the caller passed in the error ----
+
+SQUARE = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
+# builder variants: the models whose derived values differ (springs, gas, XPBD, a filled disc)
+VARIANTS: dict[str, tuple[Callable[..., int], dict[str, Any]]] = {
+    "box": (build.box, {}), "box-gas": (build.box, {"model": "pressure"}),
+    "box-xpbd": (build.box, {"model": "xpbd"}),
+    "circle": (build.circle, {}), "circle-gas": (build.circle, {"model": "pressure"}),
+    "circle-xpbd": (build.circle, {"model": "xpbd"}), "disc": (build.circle, {"rings": 2}),
+    "ball": (build.ball, {}), "blob": (build.blob, {}),
+    "rope": (build.rope, {}), "rope-xpbd": (build.rope, {"model": "xpbd", "bending": 10.0}),
+    "cloth": (build.cloth, {}), "cloth-springs": (build.cloth, {"model": "springs"}),
+    "polygon": (build.polygon, {"vertices": SQUARE}),
+    "polygon-gas": (build.polygon, {"vertices": SQUARE, "model": "pressure"}),
+}
+# arguments for which None means something (documented: the builder derives the value, the
+# rope or cloth hangs free, the spring never tears, the polygon's edges are not subdivided)
+NONE_OK = {"stiffness", "damping", "amount", "max_strain", "segment", "spacing", "pin"}
+MUST_FAIL: list[tuple[str, Any]] = [("nan", math.nan), ("-inf", -math.inf), ("-1", -1), ("x", "x"),
+                                   ("big", BIG), ("-big", -BIG), ("true", True), ("inf", math.inf),
+                                   ("None", None), ("list-str", ["x"])]
+MAY_PASS: list[tuple[str, Any]] = [("0", 0), ("1e308", 1e308), ("1e200", 1e200), ("1e155", 1e155),
+                                  ("1e-155", 1e-155), ("1e-300", 1e-300), ("subnormal", 5e-324)]
+
+
+def _vectors(default: Any) -> list[tuple[str, Any]]:
+    """Bad points, sizes and outlines: one coordinate of the default made extreme."""
+    arr = np.array(default, dtype=float)
+    out = []
+    for label, x in (("nan", math.nan), ("big", BIG), ("1e308", 1e308), ("1e200", 1e200),
+                     ("1e-200", 1e-200), ("-1e155", -1e155), ("none", None)):
+        bad: Any = arr.tolist()
+        if arr.ndim == 1:
+            bad[-1] = x
+        else:
+            bad[1][0] = x
+        out.append((f"vec-{label}", bad))
+    scaled = [("scaled-1e200", (arr * 1e200).tolist()), ("scaled-1e-200", (arr * 1e-200).tolist()),
+              ("offset-1e200", (arr + 1e200).tolist())]
+    return out + (scaled if arr.dtype.kind == "f" and arr.ndim else [])
+
+
+def _arguments(name: str) -> list[str]:
+    builder, fixed = VARIANTS[name]
+    return [p for p in inspect.signature(builder).parameters if p != "world" and p not in fixed]
+
+
+def _builder_cases() -> list[Any]:
+    return [pytest.param(v, a, id=f"{v}-{a}") for v in VARIANTS for a in _arguments(v)]
+
+
+def _expect(arg: str, label: str, value: Any) -> bool:
+    """Whether the value must be refused (else it may be accepted, if what it builds is valid)."""
+    if label == "None" or label.endswith("none"):
+        return arg not in NONE_OK
+    if label == "true":
+        return arg != "self_collision"
+    if label == "inf":
+        return arg != "max_strain"
+    return label in dict(MUST_FAIL) or label.startswith(("vec-nan", "vec-big"))
+
+
+@pytest.mark.parametrize(("variant", "arg"), _builder_cases())
+def test_a_builder_names_the_argument_the_caller_passed(variant: str, arg: str) -> None:
+    """Every builder argument, with values a caller might pass by mistake: a refused one is a
+    ValueError (or KeyError) naming that argument, not one the builder derived from it (a
+    stiffness from the mass, rest lengths, radii), nor a TypeError, OverflowError,
+    ZeroDivisionError or an error of a library below; nothing is added. An accepted one
+    builds a body whose every stored value passes the snapshot's rules (nothing infinite
+    derived from it)."""
+    builder, fixed = VARIANTS[variant]
+    default = inspect.signature(builder).parameters[arg].default
+    values = MUST_FAIL + MAY_PASS
+    if arg == "vertices" or (isinstance(default, tuple) and not isinstance(default[0], str)):
+        values = values + _vectors(SQUARE if arg == "vertices" else default)
+    scene = Scene()
+    w = scene.world
+    for label, value in values:
+        before = scene.state()
+        try:
+            builder(w, **{**fixed, arg: value})
+        except (ValueError, KeyError) as exc:
+            assert re.search(rf"\b{arg}\b", str(exc)), f"{label}: {exc!r} does not name {arg}"
+            assert scene.state() == before, f"{label}: the refused call changed the world"
+            continue
+        assert not _expect(arg, label, value), f"{label}: {value!r} for {arg} was accepted"
+        w.restore(w.snapshot())  # every stored value within the public API's rules
+        body = w.store.bodies.n
+        assert body > 0
+
+
+def test_a_rope_pinned_to_none_hangs_free_and_a_name_pins_that_end() -> None:
+    """pin=None (or ()) is a free rope, a bare name pins that end (it was iterated letter by
+    letter), anything else is a ValueError naming pin."""
+    w = pysoft.World()
+    for pin, want in ((None, []), ((), []), ("end", [False, True]), ("start", [True, False]),
+                      (("start", "end"), [True, True]), (["end"], [False, True])):
+        body = build.rope(w, segments=3, pin=pin)
+        ends = w.body(body).particles
+        pinned = [w.particle(e).pinned for e in (ends[0], ends[-1])]
+        assert pinned == (want or [False, False]), pin
+        assert not any(w.particle(e).pinned for e in ends[1:-1])
+    n = w.store.particles.n
+    for bad in (0, 1.5, "middle", ("start", None), {"start": 1}, b"start"):
+        with pytest.raises(ValueError, match=r"\bpin\b"):
+            build.rope(w, pin=bad)
+    assert w.store.particles.n == n
+
+
+def test_a_cloth_pinned_to_none_hangs_free() -> None:
+    w = pysoft.World()
+    body = build.cloth(w, cells=(2, 2), pin=None)
+    assert not any(w.particle(e).pinned for e in w.body(body).particles)
+    assert "None" in (build.cloth.__doc__ or "") and "None" in (build.rope.__doc__ or "")
+
+
+@pytest.mark.parametrize("arg", ["particle_radius", "compliance", "wobble_damping", "match_stiffness"])
+def test_none_where_a_builder_needs_a_number_names_it(arg: str) -> None:
+    """None for an argument that has no derived default is refused naming it, also where the
+    model does not use it (box's springs have no compliance): it used to be ignored, or
+    reported as the particles' radii."""
+    w = pysoft.World()
+    with pytest.raises(ValueError, match=rf"\b{arg}\b"):
+        build.box(w, **{arg: None})
+    assert w.store.particles.n == 0
+
+
+DERIVED: list[Any] = [
+    # the default stiffness, 5000 N/m per kg, overflows
+    pytest.param(build.box, {"mass": 1e308}, "mass", id="box-mass"),
+    # the default damping, 0.4 sqrt(k m), overflows
+    pytest.param(build.rope, {"mass": 1e306, "stiffness": 1e10}, "mass", id="rope-mass"),
+    # the area springs, 2 k / |grad A|^2, overflow
+    pytest.param(build.box, {"stiffness": 1e308}, "stiffness", id="box-stiffness"),
+    pytest.param(build.ball, {"mass": 1e307}, "mass", id="ball-mass"),  # the default gas overflows
+    pytest.param(build.ball, {"amount": 1e300}, "amount", id="ball-amount"),  # the skin's tension
+    pytest.param(build.ball, {"inflation": 0.6}, "inflation", id="ball-inflation"),  # holds nothing
+    pytest.param(build.blob, {"mass": 1e308}, "mass", id="blob-mass"),
+    # pythoncdt's RuntimeError (duplicate vertices)
+    pytest.param(build.circle, {"center": (0.0, 1e200), "model": "xpbd"}, "center", id="circle-center"),
+    # a ring rounded onto a line: ZeroDivisionError in the default gas
+    pytest.param(build.ball, {"center": (0.0, 1e200)}, "center", id="ball-center"),
+    # ZeroDivisionError in the estimate of the particles
+    pytest.param(build.polygon, {"vertices": SQUARE, "spacing": 1e-300}, "spacing", id="polygon-spacing"),
+]
+
+
+@pytest.mark.parametrize(("builder", "kwargs", "name"), DERIVED)
+def test_a_derived_value_that_overflows_names_the_argument_it_came_from(
+        builder: Callable[..., int], kwargs: dict[str, Any], name: str) -> None:
+    scene = Scene()
+    before = scene.state()
+    with pytest.raises(ValueError, match=rf"^[^:]*\b{name}\b"):  # named first, as the culprit
+        builder(scene.world, **kwargs)
+    assert scene.state() == before
