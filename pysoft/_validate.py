@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -87,6 +88,20 @@ def extent(name: str, points: np.ndarray) -> float:
         if not math.isfinite(span * span):
             raise ValueError(f"{name}: the shape is too large ({span:.3g} m across)")
     return span
+
+
+# m: the smallest size a shape may have (a radius, a half extent, a segment's length): the
+# kernels square sizes, and below this the square is not a normal float (about 1.5e-154 m;
+# a disc of radius 1e-200 m had r^2 = 0 and nothing ever touched it)
+MIN_SIZE = math.sqrt(sys.float_info.min)
+
+
+def size(name: str, value: Any) -> float:
+    """A shape's size: finite and >= MIN_SIZE (its square a normal float)."""
+    out = positive(name, value)
+    if not out >= MIN_SIZE:
+        raise ValueError(f"{name} must be >= {MIN_SIZE:.3g} m (its square underflows), got {out}")
+    return out
 
 
 def unit_interval(name: str, value: Any) -> float:

@@ -369,3 +369,70 @@ def test_a_derived_value_that_overflows_names_the_argument_it_came_from(
     with pytest.raises(ValueError, match=rf"^[^:]*\b{name}\b"):  # named first, as the culprit
         builder(scene.world, **kwargs)
     assert scene.state() == before
+
+
+# -- shapes: normals and sizes at the ends of the float range --------------------------------
+
+UNIT_DIAGONAL = pysoft.Plane((1.0, 1.0)).geometry(2).face_normal
+
+
+@pytest.mark.parametrize("scale", [1e200, 1.7e308, 1e-200, 1e-320, 5e-324])
+def test_a_plane_normal_keeps_its_direction_at_any_scale(scale: float) -> None:
+    """The normal is divided by its largest component, then normalised: (s, s) gives the
+    normal of (1, 1) bit for bit, where |normal|^2 overflowed (1.7e308: the normal (0, 0)),
+    or lost bits (1e-200: an ulp off; 5e-324: (1, 1), not a unit vector)."""
+    geo = pysoft.Plane((scale, scale)).geometry(2)
+    assert geo.face_normal.tobytes() == UNIT_DIAGONAL.tobytes()
+    along = pysoft.Plane((scale, 0.0, 0.0)).geometry(3)
+    assert along.face_normal.tolist() == [[1.0, 0.0, 0.0]]
+
+
+def test_a_plane_offset_is_divided_by_the_normal_length_without_its_square() -> None:
+    assert pysoft.Plane((2e200, 0.0), 4e200).geometry(2).face_offset.tolist() == [2.0]
+    assert pysoft.Plane((1.2e308, 1.2e308), 0.0).geometry(2).face_offset.tolist() == [0.0]
+    w = pysoft.World()
+    with pytest.raises(ValueError, match="offset"):  # 1 / 5e-324 is beyond the float range
+        w.add_collider(pysoft.Plane((5e-324, 0.0), 1.0))
+    assert w.store.colliders.n == 0
+
+
+def test_a_plane_with_a_huge_normal_holds_a_particle_up(backend: str) -> None:
+    """(1.7e308, 1.7e308): |normal|^2 overflowed and the plane got the normal (0, 0)."""
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((1.7e308, 1.7e308), 0.0))
+    p = w.add_particle((0.3, -0.5))  # inside the half-space x + y < 0
+    for _ in range(30):  # (a deep particle is pushed out over a few frames)
+        w.step()
+    assert float(w.particle(p).position.sum()) >= -1e-12
+
+
+def test_a_huge_polygon_has_the_normals_of_the_small_one() -> None:
+    """A triangle 1.5 x 2^511 m (about 1e154) across: its long edge's |n|^2 overflowed (it was
+    refused as 'enclosing no area'); its normals are those of the unit triangle, bit for bit."""
+    tri = np.array([(0.0, 0.0), (1.0, 0.0), (0.0, 1.0)])
+    small = pysoft.Polygon(tri).geometry(2)
+    big = pysoft.Polygon(tri * 1.5 * 2.0**511).geometry(2)
+    assert big.face_normal.tobytes() == small.face_normal.tobytes()
+    np.testing.assert_allclose(big.face_offset, small.face_offset * 1.5 * 2.0**511, rtol=1e-15)
+    assert math.isfinite(big.bound)
+
+
+TINY = 1e-160  # its square (1e-320) is subnormal: below validate.MIN_SIZE
+
+
+@pytest.mark.parametrize(("shape", "name"), [
+    (pysoft.Disc((0.0, 0.0), TINY), "radius"),
+    (pysoft.Box((0.0, 0.0), (1.0, TINY)), "half_extents"),
+    (pysoft.Segment((0.0, 0.0), (TINY, 0.0)), "a, b"),
+    (pysoft.Segment((0.0, 0.0), (1.0, 0.0), TINY), "radius"),
+], ids=["disc", "box", "segment-length", "segment-radius"])
+def test_a_shape_whose_size_squared_underflows_is_refused(shape: Any, name: str) -> None:
+    """A disc of radius 1e-160 had r^2 = 0 in the kernel (nothing ever touched it): sizes whose
+    square is not a normal float are refused, naming the argument."""
+    scene = Scene()
+    before = scene.state()
+    with pytest.raises(ValueError, match=name):
+        scene.world.add_collider(shape)
+    assert scene.state() == before
+    with pytest.raises(ValueError, match="radius"):
+        pysoft.Sphere((0.0, 0.0, 0.0), TINY).geometry(3)
