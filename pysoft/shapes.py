@@ -215,9 +215,10 @@ class Box:
 class Polygon:
     """A convex polygon (2D) from 3 or more ``vertices`` (m).
 
-    Counter-clockwise order is expected; clockwise input is accepted and
-    reversed. Repeated vertices, collinear-only (zero area), non-convex and
-    self-intersecting outlines are rejected with ValueError.
+    Either winding, from any first vertex: the polygon is kept counter-clockwise from its
+    lowest vertex (least y, then least x), so a clockwise list, or one that starts
+    elsewhere, gives the same collider bit for bit. Repeated vertices, collinear-only
+    (zero area), non-convex and self-intersecting outlines are rejected with ValueError.
     """
 
     vertices: Any
@@ -252,9 +253,10 @@ def signed_area(v: np.ndarray) -> float:
 
 
 def convex_ccw(v: np.ndarray) -> np.ndarray:
-    """``v`` as a counter-clockwise convex outline; ValueError if it is not convex and simple.
-    The checks run on ``v`` moved to its first vertex and scaled to unit size, so no square
-    in them overflows (a polygon 1e154 m across, or far from the origin)."""
+    """``v`` as a counter-clockwise convex outline from its lowest vertex (least y, then least
+    x): either winding and any first vertex give the same array. ValueError if it is not
+    convex and simple. The checks run on ``v`` moved to its first vertex and scaled to unit
+    size, so no square in them overflows (a polygon 1e154 m across, or far from the origin)."""
     validate.extent("vertices", v)
     u = v - v[0]
     scale = float(np.abs(u).max())
@@ -278,7 +280,8 @@ def convex_ccw(v: np.ndarray) -> np.ndarray:
                                                                           rel_tol=1e-6):
         raise ValueError("vertices must form a convex, non-self-intersecting polygon "
                          "(split concave shapes into several colliders)")
-    return v
+    first = int(np.lexsort((v[:, 0], v[:, 1]))[0])  # least y, then least x
+    return np.roll(v, -first, axis=0)
 
 
 Shape = Plane | Disc | Sphere | Segment | Box | Polygon
