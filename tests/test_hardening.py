@@ -475,3 +475,42 @@ def test_a_body_dropped_on_a_polygon_moves_the_same_for_any_listing(backend: str
     ref = _drop_on(backend, PENTAGON)
     for listing in (PENTAGON[::-1], np.roll(PENTAGON, 2, axis=0), np.roll(PENTAGON[::-1], 3, axis=0)):
         assert _drop_on(backend, listing) == ref
+
+
+# -- default rest lengths that overflow ------------------------------------------------------
+
+FAR = [[-1e308, 0.0], [1e308, 0.0]]  # 2e308 apart: the distance is inf
+FAR_SQUARED = [[0.0, 0.0], [1e200, 1e200]]  # 1.4e200 apart: the squared distance is inf
+
+
+@pytest.mark.parametrize("where", [FAR, FAR_SQUARED], ids=["distance", "squared"])
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda w, a, b: w.add_spring(a, b), "rest_length"),
+    (lambda w, a, b: w.add_springs([[a, b]]), "rest_lengths"),
+    (lambda w, a, b: w.add_distance_constraint(a, b), "rest_length"),
+    (lambda w, a, b: w.add_distance_constraints([[a, b]]), "rest_lengths"),
+], ids=["spring", "springs", "distance", "distances"])
+def test_a_default_rest_length_that_overflows_is_refused(call: Callable[..., Any], name: str,
+                                                         where: list[list[float]]) -> None:
+    """Particles 2e308 m apart (or 1.4e200: the square of their distance overflows) had the
+    rest length inf (a spring of inf N at rest, NaN on the first step): refused, naming the
+    rest length and the particles, and nothing is added."""
+    scene = Scene()
+    w = scene.world
+    a, b = w.add_particles(where)
+    before = scene.state()
+    with pytest.raises(ValueError, match=rf"{name}\b.*particles {a} and {b}"):
+        call(w, a, b)
+    assert scene.state() == before
+
+
+def test_a_default_rest_area_or_volume_that_overflows_is_refused() -> None:
+    scene = Scene()
+    w = scene.world
+    a, b, c = w.add_particles([[0.0, 0.0], [1e200, 0.0], [0.0, 1e200]])
+    before = scene.state()
+    with pytest.raises(ValueError, match="rest_areas"):
+        w.add_area_spring(a, b, c, 1.0)
+    with pytest.raises(ValueError, match="simplices"):
+        w.add_volume_constraint([a, b, c])
+    assert scene.state() == before
