@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from test_bad_input import fingerprint
+from test_determinism import _joined, _split
 
 import pysoft
 from pysoft import build
@@ -514,3 +515,91 @@ def test_a_default_rest_area_or_volume_that_overflows_is_refused() -> None:
     with pytest.raises(ValueError, match="simplices"):
         w.add_volume_constraint([a, b, c])
     assert scene.state() == before
+
+
+# -- snapshots: a collider's rotation and a well's minimum distance --------------------------
+
+
+def _with_array(blob: bytes, name: str, edit: Callable[[np.ndarray], None]) -> bytes:
+    """``blob`` with array ``name`` changed by ``edit`` and the checksum recomputed (a
+    hand-edited save file)."""
+    head, payload = _split(blob)
+    offset = 0
+    for array, shape, dtype in head["arrays"]:
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if array == name:
+            arr = np.frombuffer(bytes(payload[offset:offset + size]), dtype=dtype).reshape(shape).copy()
+            edit(arr)
+            payload[offset:offset + size] = arr.tobytes()
+        offset += size
+    return _joined(blob, head, bytes(payload))
+
+
+def _snapshot_scene(dim: int) -> pysoft.World:
+    w = pysoft.World(dim=dim)
+    up = (0.0, 1.0, 0.0)[:dim]
+    w.add_collider(pysoft.Plane(up, 0.0))
+    w.add_collider(pysoft.Box((0.0, 1.0, 0.0)[:dim], (0.5, 0.2, 0.3)[:dim], angle=0.3),
+                   angular_velocity=0.5 if dim == 2 else (0.0, 0.4, 0.3))
+    w.add_gravity_well((0.0, 5.0, 0.0)[:dim], 2.0)
+    w.add_particles([(0.0, 2.0, 0.0)[:dim], (0.3, 2.5, 0.1)[:dim]])
+    for _ in range(5):
+        w.step()
+    return w
+
+
+def _set_row(row: int, value: Any) -> Callable[[np.ndarray], None]:
+    def edit(arr: np.ndarray) -> None:
+        arr[row] = value
+    return edit
+
+
+ROTATION_EDITS: dict[str, Callable[[int], Any]] = {
+    "scaled": lambda dim: 2.0 * np.eye(dim),
+    "sheared": lambda dim: np.eye(dim) + np.eye(dim, k=1),
+    "mirrored": lambda dim: np.diag([1.0, -1.0, 1.0][:dim]),
+    "zero": lambda dim: np.zeros((dim, dim)),
+    "slightly-off": lambda dim: np.eye(dim) * (1.0 + 1e-5),
+}
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("how", list(ROTATION_EDITS))
+def test_a_snapshot_whose_collider_rotation_is_no_rotation_is_refused(how: str, dim: int) -> None:
+    """A blob edited (and re-checksummed) to give a collider a rotation that is not
+    orthonormal with determinant +1 (a scaled, sheared or mirrored matrix) is refused, and
+    the world is unchanged; the kernel takes R^T for R's inverse."""
+    w = _snapshot_scene(dim)
+    blob = w.snapshot()
+    w.step()
+    before = (fingerprint(w), w.snapshot())
+    bad = _with_array(blob, "colliders.rotation", _set_row(1, ROTATION_EDITS[how](dim)))
+    with pytest.raises(ValueError, match=r"colliders\.rotation \(row 1"):
+        w.restore(bad)
+    assert (fingerprint(w), w.snapshot()) == before
+    w.restore(blob)  # the blob as it was restores
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0])
+def test_a_snapshot_whose_well_has_no_minimum_distance_is_refused(value: float) -> None:
+    """min_distance 0 (add_gravity_well refuses it) divided by zero at the well's centre."""
+    w = _snapshot_scene(2)
+    blob = w.snapshot()
+    before = (fingerprint(w), w.snapshot())
+    with pytest.raises(ValueError, match=r"wells\.min_distance"):
+        w.restore(_with_array(blob, "wells.min_distance", _set_row(0, value)))
+    assert (fingerprint(w), w.snapshot()) == before
+
+
+def test_a_spinning_3d_collider_restores_after_many_steps() -> None:
+    """Rounding drifts a spinning collider's rotation from orthonormal a little each substep:
+    the restore check leaves room for it (1e-6), so a live world's blob restores."""
+    w = _snapshot_scene(3)
+    box = w.collider(int(w.store.colliders.view("entity")[1]))
+    box.angular_velocity = (3.0, 5.0, 7.0)
+    for _ in range(300):
+        w.step()
+    rot = box.rotation
+    drift = float(np.abs(rot @ rot.T - np.eye(3)).max())
+    assert drift < 1e-6
+    w.restore(w.snapshot())
