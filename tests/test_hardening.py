@@ -603,3 +603,40 @@ def test_a_spinning_3d_collider_restores_after_many_steps() -> None:
     drift = float(np.abs(rot @ rot.T - np.eye(3)).max())
     assert drift < 1e-6
     w.restore(w.snapshot())
+
+
+# -- contacts never name a removed collider or body -------------------------------------------
+
+
+def test_contacts_never_name_a_removed_collider(backend: str) -> None:
+    """Particles rest on three colliders; removing the first (the last row moves into its
+    place) leaves its contacts out of world.contacts, and the others' keep their names."""
+    w = pysoft.World(backend=backend)
+    ledges = [w.add_collider(pysoft.Box((x, 0.0), (0.4, 0.1))) for x in (0.0, 2.0, 4.0)]
+    on = {c: w.add_particle((x, 0.2), radius=0.05) for c, x in zip(ledges, (0.0, 2.0, 4.0), strict=True)}
+    for _ in range(20):
+        w.step()
+    before = dict(zip(w.contacts.particles.tolist(), w.contacts.colliders.tolist(), strict=True))
+    assert before == {p: c for c, p in on.items()}
+    w.remove(ledges[0])
+    now = dict(zip(w.contacts.particles.tolist(), w.contacts.colliders.tolist(), strict=True))
+    assert now == {on[c]: c for c in ledges[1:]}
+    assert len(w.contacts.normals) == len(w.contacts.impulses) == 2
+    w.step()
+    assert ledges[0] not in w.contacts.colliders.tolist()
+
+
+def test_body_contacts_never_name_a_removed_body(backend: str) -> None:
+    w = pysoft.World(backend=backend)
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+    low = build.box(w, center=(0.0, 0.25), size=(0.5, 0.5), model="xpbd")
+    build.box(w, center=(0.0, 0.8), size=(0.5, 0.5), model="xpbd")
+    for _ in range(60):  # until the landing frame
+        w.step()
+        if low in w.body_contacts.bodies.tolist():
+            break
+    assert low in w.body_contacts.bodies.tolist()
+    w.remove(low)
+    assert low not in w.body_contacts.bodies.tolist()
+    contacts = w.body_contacts
+    assert len({len(contacts.particles), len(contacts.points), len(contacts.impulses)}) == 1
