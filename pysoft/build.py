@@ -800,9 +800,9 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """Any simple polygon outline (counter-clockwise or not), filled with a mesh.
 
-    Edges longer than ``segment`` (m) are subdivided first. Inside, particles on a
-    triangular lattice ``spacing`` apart (default: the outline's mean edge length;
-    none nearer the outline than half that) are joined to the outline by a
+    Edges longer than ``segment`` (m) are subdivided first (None: they are not). Inside,
+    particles on a triangular lattice ``spacing`` apart (None, the default: the outline's
+    mean edge length; none nearer the outline than half that) are joined to the outline by a
     constrained Delaunay triangulation (pythoncdt), so the triangles are well shaped
     and tile the outline exactly. The triangles' edges and the outline's become
     springs (``"springs"``) or distance constraints (``"xpbd"``, which also keeps
