@@ -217,15 +217,12 @@ def _spring_defaults(mass: float, stiffness: float | None, damping: float | None
 
 
 class _Particles(NamedTuple):
-    """A builder's particles before they are added: positions (m), the mass of each (kg),
-    radius (m), which are pinned, the spring ``pairs`` whose ends must lie apart and the
-    caller's arguments that set the shape (``names``, for errors: see _placeable)."""
+    """A builder's particles before they are added (checked by _particles): positions (m),
+    the mass of each (kg), radius (m), which are pinned."""
 
     pos: np.ndarray
     mass: float
     radius: float
-    names: str
-    pairs: np.ndarray
     pinned: Any = False
 
 
@@ -517,7 +514,7 @@ def _particles(pos: np.ndarray, m: float, radius: float, names: str, pairs: np.n
     _placeable(pos, names, pairs)
     if not m >= validate.MIN_MASS:
         raise ValueError(f"mass: {m:.3g} kg per particle is less than {validate.MIN_MASS:g} kg")
-    return _Particles(pos, m, radius, names, pairs, pinned)
+    return _Particles(pos, m, radius, pinned)
 
 
 def _add(world: World, particles: _Particles) -> np.ndarray:
