@@ -169,8 +169,9 @@ def _check_rotations(rot: np.ndarray | None) -> None:
     if rot is None or not len(rot):
         return
     eye = np.eye(rot.shape[-1])
-    off = np.abs(rot @ np.swapaxes(rot, 1, 2) - eye).max(axis=(1, 2))
-    bad = np.flatnonzero(~(off <= ROTATION_TOLERANCE) | ~(np.linalg.det(rot) > 0.0))
+    with np.errstate(over="ignore", invalid="ignore"):  # (huge entries: inf, refused)
+        off = np.abs(rot @ np.swapaxes(rot, 1, 2) - eye).max(axis=(1, 2))
+        bad = np.flatnonzero(~(off <= ROTATION_TOLERANCE) | ~(np.linalg.det(rot) > 0.0))
     if len(bad):
         raise ValueError(f"blob has an invalid colliders.rotation (row {int(bad[0])}: not a proper "
                          f"rotation, orthonormal with determinant +1: {rot[bad[0]].tolist()!r})")

@@ -576,7 +576,8 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     else:
         c = validate.vector("center", center, 2)
         unit = (pos - c) / r
-        pos = np.concatenate([c[None]] + [c + unit * r * k / n_rings for k in range(1, n_rings + 1)])
+        with np.errstate(over="ignore"):  # (a radius near the float range's end: refused below)
+            pos = np.concatenate([c[None]] + [c + unit * r * k / n_rings for k in range(1, n_rings + 1)])
         m = validate.positive("mass", mass) / len(pos)
         ring = [1 + k * n + i for k in range(n_rings)]  # particle indices of ring k (0: innermost)
         nxt = (i + 1) % n

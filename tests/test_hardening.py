@@ -233,6 +233,10 @@ VARIANTS: dict[str, tuple[Callable[..., int], dict[str, Any]]] = {
 # arguments for which None means something (documented: the builder derives the value, the
 # rope or cloth hangs free, the spring never tears, the polygon's edges are not subdivided)
 NONE_OK = {"stiffness", "damping", "amount", "max_strain", "segment", "spacing", "pin"}
+# arguments for which 0 is valid (no springs, no gas, no friction, ...); elsewhere it is refused
+ZERO_OK = {"category", "mask", "rings", "friction", "restitution", "rolling_resistance", "stiffness",
+           "damping", "amount", "match_stiffness", "match_damping", "wobble_damping", "compliance",
+           "area_compliance", "particle_radius", "bending"}
 MUST_FAIL: list[tuple[str, Any]] = [("nan", math.nan), ("-inf", -math.inf), ("-1", -1), ("x", "x"),
                                    ("big", BIG), ("-big", -BIG), ("true", True), ("inf", math.inf),
                                    ("None", None), ("list-str", ["x"])]
@@ -274,6 +278,8 @@ def _expect(arg: str, label: str, value: Any) -> bool:
         return arg != "self_collision"
     if label == "inf":
         return arg != "max_strain"
+    if label == "0":
+        return arg not in ZERO_OK
     return label in dict(MUST_FAIL) or label.startswith(("vec-nan", "vec-big"))
 
 
