@@ -114,6 +114,7 @@ INF = float("inf")
 # edited and re-checksummed cannot bring NaN positions, negative masses or a gravity well's
 # falloff of 2**31 - 1 into a world.
 _ANY, _NONNEG, _UNIT = (-INF, INF), (0.0, INF), (0.0, 1.0)
+_POSITIVE = (float(np.nextafter(0.0, 1.0)), INF)  # > 0: the smallest float above 0 and up
 RULES: dict[str, tuple[float, float]] = {
     "particles.mass": (_validate.MIN_MASS, INF), "particles.inv_mass": _NONNEG, "particles.radius": _NONNEG,
     "particles.friction": _NONNEG, "particles.restitution": _UNIT,
@@ -127,9 +128,13 @@ RULES: dict[str, tuple[float, float]] = {
     "colliders.restitution": _UNIT, "colliders.friction": _NONNEG,
     "colliders.tangential_damping": _NONNEG,
     "grabs.stiffness": _NONNEG, "grabs.damping": _NONNEG,
-    "wells.falloff": (0, 3), "wells.min_distance": _NONNEG,
+    "wells.falloff": (0, 3), "wells.min_distance": _POSITIVE,
 }
 _INFINITE_OK = {"particles.mass"}  # an infinite mass is an immovable particle
+# How far a collider's rotation may be from orthonormal (|R R^T - I|, each entry): a spinning
+# 3D collider's rotation drifts by rounding (about 1e-16 a substep), a tampered one is no
+# rotation at all
+ROTATION_TOLERANCE = 1e-6
 
 
 def _check_values(arrays: dict[str, np.ndarray], time: float) -> None:
@@ -149,12 +154,27 @@ def _check_values(arrays: dict[str, np.ndarray], time: float) -> None:
         if bad.any():
             where = int(np.flatnonzero(bad.reshape(len(arr), -1).any(axis=1))[0])
             raise ValueError(f"blob has an invalid {name} (row {where}: {arr[where]!r})")
+    _check_rotations(arrays.get("colliders.rotation"))
     mass, inv = arrays.get("particles.mass"), arrays.get("particles.inv_mass")
     if mass is not None and inv is not None and mass.size:
         with np.errstate(divide="ignore"):
             expected = np.where(np.isinf(mass), 0.0, 1.0 / mass)
         if not ((inv == expected) | (inv == 0.0)).all():  # 0: pinned
             raise ValueError("blob has particles.inv_mass that is neither 1 / particles.mass nor 0")
+
+
+def _check_rotations(rot: np.ndarray | None) -> None:
+    """Every collider's rotation a proper rotation: orthonormal (within ROTATION_TOLERANCE)
+    with determinant +1 (the collide kernel takes R^T for R's inverse)."""
+    if rot is None or not len(rot):
+        return
+    eye = np.eye(rot.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):  # (huge entries: inf, refused)
+        off = np.abs(rot @ np.swapaxes(rot, 1, 2) - eye).max(axis=(1, 2))
+        bad = np.flatnonzero(~(off <= ROTATION_TOLERANCE) | ~(np.linalg.det(rot) > 0.0))
+    if len(bad):
+        raise ValueError(f"blob has an invalid colliders.rotation (row {int(bad[0])}: not a proper "
+                         f"rotation, orthonormal with determinant +1: {rot[bad[0]].tolist()!r})")
 
 
 def unpack(features: Features, blob: Any) -> float:

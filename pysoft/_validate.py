@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -15,10 +16,27 @@ import numpy as np
 
 
 def real(name: str, value: Any) -> float:
-    """A real number (not a bool) as a float: NaN and inf pass, the callers decide."""
+    """A real number (not a bool) as a float: NaN and inf pass, the callers decide; a number
+    beyond the float range (an int such as 10**400, for which float() raises OverflowError)
+    is a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+        raise ValueError(f"{name} must be a real number, got {_short(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be a number within the float range (|x| < 1.8e308), "
+                         f"got {_short(value)}") from None
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut short (an int of 10**5 digits has no repr at all, by default)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**30:
+        return f"an int of {int(value).bit_length()} bits"
+    try:
+        text = repr(value)
+    except ValueError:  # (a container of ints too long to print)
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def finite(name: str, value: Any) -> float:
@@ -72,6 +90,20 @@ def extent(name: str, points: np.ndarray) -> float:
     return span
 
 
+# m: the smallest size a shape may have (a radius, a half extent, a segment's length): the
+# kernels square sizes, and below this the square is not a normal float (about 1.5e-154 m;
+# a disc of radius 1e-200 m had r^2 = 0 and nothing ever touched it)
+MIN_SIZE = math.sqrt(sys.float_info.min)
+
+
+def size(name: str, value: Any) -> float:
+    """A shape's size: finite and >= MIN_SIZE (its square a normal float)."""
+    out = positive(name, value)
+    if not out >= MIN_SIZE:
+        raise ValueError(f"{name} must be >= {MIN_SIZE:.3g} m (its square underflows), got {out}")
+    return out
+
+
 def unit_interval(name: str, value: Any) -> float:
     """A number in [0, 1]."""
     out = finite(name, value)
@@ -96,11 +128,11 @@ def mass(name: str, value: Any) -> float:
 def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     """An int >= low (and <= high)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ValueError(f"{name} must be an integer, got {_short(value)}")
     if int(value) < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+        raise ValueError(f"{name} must be >= {low}, got {_short(value)}")
     if high is not None and int(value) > high:
-        raise ValueError(f"{name} must be <= {high}, got {value}")
+        raise ValueError(f"{name} must be <= {high}, got {_short(value)}")
     return int(value)
 
 
@@ -119,12 +151,15 @@ def array(name: str, value: Any, shape: tuple[int | None, ...], *, finite_only: 
     allowed = "iu" if integral else "iuf"
     if kind not in allowed or (arr.size == 0 and kind not in "iuf"):
         want = "integers" if integral else "real numbers"
-        raise ValueError(f"{name} must hold {want}, got dtype {arr.dtype}")
+        hint = " (numbers beyond the float range, or not numbers)" if kind == "O" else ""
+        raise ValueError(f"{name} must hold {want}, got dtype {arr.dtype}{hint}")
     if arr.ndim != len(shape) or any(
         want is not None and got != want for got, want in zip(arr.shape, shape, strict=True)
     ):
         raise ValueError(f"{name} must have shape {_fmt(shape)}, got {arr.shape}")
     if integral:
+        if kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"{name} must hold integers below 2**63, got {int(arr.max())}")
         return np.array(arr, dtype=np.int64, order="C")
     out = np.array(arr, dtype=np.float64, order="C")
     if finite_only and not np.isfinite(out).all():
@@ -154,7 +189,7 @@ def choice(options: tuple[str, ...]) -> Callable[[str, Any], str]:
 
     def check(name: str, value: Any) -> str:
         if value not in options:
-            raise ValueError(f"{name} must be one of {options}, got {value!r}")
+            raise ValueError(f"{name} must be one of {options}, got {_short(value)}")
         return str(value)
 
     return check
@@ -192,7 +227,7 @@ class Checked(Generic[T]):
 def flag(name: str, value: Any) -> bool:
     """A bool (Python or NumPy)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
+        raise ValueError(f"{name} must be a bool, got {_short(value)}")
     return bool(value)
 
 

@@ -23,13 +23,20 @@ keyword-only, as ``World.add_body`` does: ``category``, ``mask``,
 (default 0.1 here, 0 for ``World.add_body``); and ``max_strain``
 (length / rest length, > 1): the body's springs tear beyond it, and a gas body
 whose outline tears loses its gas (a balloon pops).
+
+An argument left at None is derived: ``stiffness`` and ``damping`` from the particle mass,
+``amount`` from the mass and the body's area; ``max_strain=None`` never tears. Every other
+argument must be given (None is a ValueError naming it), and a refused builder adds nothing.
+An error names the argument the caller passed, also when a value derived from it is what
+overflows (a stiffness from an enormous ``mass`` names ``mass``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -51,6 +58,12 @@ MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares ever
 MAX_BODY_PARTICLES = 100_000  # particles any builder makes (build.polygon: MAX_MESH_POINTS inside)
 MAX_BODY_SPRINGS = 1_000_000  # springs any builder makes (a blob joins every pair)
 MIN_SPACING = 1e-6  # m: the closest two particles a builder places (its springs need a direction)
+# ... and at least this fraction of their distance from the origin (4,096 ulps of it): nearer,
+# rounding bends the shape (a ring at y = 1e200 rounded onto a line)
+PRECISION = 2.0**-40
+# build.ball: the gas stretches the skin by at most this fraction of its rest length (at 0.5 the
+# skin's rest length would be half its built length, which _prestress refuses)
+MAX_INFLATION = 0.5
 
 
 # _GRID_ORDER: box and cloth list a spring grid particle by particle (a 301 x 301 spring
@@ -98,10 +111,57 @@ def _models(model: str | Sequence[str]) -> set[str]:
 
 
 def _check(**values: Any) -> None:
-    """Validate optional non-negative numbers up front, so a bad one adds nothing to the world."""
+    """Validate non-negative numbers up front, so a bad one adds nothing to the world."""
     for name, value in values.items():
-        if value is not None:
-            validate.nonnegative(name, value)
+        validate.nonnegative(name, value)
+
+
+def _optional(**values: Any) -> None:
+    """Validate non-negative numbers that may be None (the builder derives them) up front."""
+    _check(**{name: value for name, value in values.items() if value is not None})
+
+
+class _Sources(NamedTuple):
+    """The caller's arguments a builder's derived values follow from: its errors name them."""
+
+    stiffness: str  # the springs' stiffness ("mass" where the builder derives it)
+    damping: str  # their damping ("mass, stiffness" where the builder derives it)
+    gas: str  # the gas ("mass" and the shape's arguments where the builder derives it)
+
+
+_PASSED = _Sources("stiffness", "damping", "amount")  # every value passed by the caller
+
+
+def _sources(stiffness: float | None, damping: float | None, amount: float | None = None,
+             shape: str = "size") -> _Sources:
+    """Which caller's arguments the springs and the gas follow from (``shape``: the builder's
+    arguments that set its shape, which the default gas follows from too)."""
+    k = "stiffness" if stiffness is not None else "mass"
+    c = "damping" if damping is not None else _joined("mass", k)
+    return _Sources(k, c, "amount" if amount is not None else f"mass, {shape}")
+
+
+def _joined(*names: str) -> str:
+    """Lists of argument names ("mass, size") joined, each name once."""
+    return ", ".join(dict.fromkeys(n for group in names for n in group.split(", ")))
+
+
+def _derived(names: str, what: str, *values: Any) -> None:
+    """ValueError naming the caller's arguments ``names`` if a value the builder derived from
+    them (``what``) is not finite: it overflowed."""
+    for value in values:
+        if not np.isfinite(value).all():
+            raise ValueError(f"{names}: {what} would not be finite (it overflows): choose smaller values")
+
+
+@contextlib.contextmanager
+def _or_undo(world: World, entities: np.ndarray) -> Iterator[None]:
+    """If anything fails, the builder's particles (and with them all it added) are removed."""
+    try:
+        yield
+    except Exception:
+        world.remove(*entities.tolist())  # a builder that fails adds nothing
+        raise
 
 
 def _body(category: int, mask: int, self_collision: bool, friction: float,
@@ -146,61 +206,94 @@ def _cells(cells: Sequence[int]) -> tuple[int, int]:
 
 
 def _spring_defaults(mass: float, stiffness: float | None, damping: float | None) -> tuple[float, float]:
+    """Spring stiffness (N/m) and damping (N s/m) for particles of ``mass`` (kg): the caller's,
+    or derived from the mass (ValueError naming ``mass`` if that overflows)."""
     k = STIFFNESS_PER_KG * mass if stiffness is None else validate.nonnegative("stiffness", stiffness)
     c = 0.4 * math.sqrt(k * mass) if damping is None else validate.nonnegative("damping", damping)
+    names = _sources(stiffness, damping)
+    _derived(names.stiffness, "the springs' stiffness", k)
+    _derived(names.damping, "the springs' damping", c)
     return k, c
 
 
-def _finish(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
+class _Particles(NamedTuple):
+    """A builder's particles before they are added (checked by _particles): positions (m),
+    the mass of each (kg), radius (m), which are pinned."""
+
+    pos: np.ndarray
+    mass: float
+    radius: float
+    pinned: Any = False
+
+
+def _finish(world: World, particles: _Particles, outline: np.ndarray, pairs: np.ndarray,
             models: set[str], k: Any, c: float, amount: float | None, match: tuple[float, float],
             wobble_damping: float = 0.0, triangles: np.ndarray | None = None,
             compliance: float = 1e-5, area_compliance: float = 0.0,
             body: dict[str, Any] | None = None, max_strain: float | None = None,
-            skin: tuple[float, float, float | None] | None = None) -> int:
-    """The lattice as springs (stiffness ``k``: one, or one per pair) and/or XPBD constraints
-    (outline edges at least, for a gas bag) and the body with its models. With gas, the
-    springs' rest lengths are prestressed so the built shape is an equilibrium; ``skin``
-    (see _prestress) lets a gas bag's skin stiffness follow from the gas. If anything is
-    refused, the builder's particles (and with them all it added) are removed again."""
-    try:
-        return _assemble(world, entities, outline, pairs, models, k, c, amount, match, wobble_damping,
-                         triangles, compliance, area_compliance, body, max_strain, skin)
-    except Exception:
-        world.remove(*entities.tolist())  # a builder that fails adds nothing
-        raise
+            skin: tuple[float, float, float | None] | None = None,
+            sources: _Sources = _PASSED) -> int:
+    """The particles, the lattice as springs (stiffness ``k``: one, or one per pair) and/or
+    XPBD constraints (outline edges at least, for a gas bag) and the body with its models.
+    With gas, the springs' rest lengths are prestressed so the built shape is an equilibrium;
+    ``skin`` (see _prestress) lets a gas bag's skin stiffness follow from the gas.
 
-
-def _assemble(world: World, entities: np.ndarray, outline: np.ndarray, pairs: np.ndarray,
-              models: set[str], k: Any, c: float, amount: float | None, match: tuple[float, float],
-              wobble_damping: float, triangles: np.ndarray | None, compliance: float,
-              area_compliance: float, body: dict[str, Any] | None, max_strain: float | None,
-              skin: tuple[float, float, float | None] | None) -> int:
+    Everything is derived and checked before the first particle is added, so a refused
+    builder leaves the world as it was; a derived value that overflows is refused naming
+    the caller's arguments it follows from (``sources``)."""
     if _gas_bag(models):  # a gas bag still needs a skin
         pairs, models = np.stack([outline, np.roll(outline, -1)], axis=1), models | {"springs"}
+    springs, areas = None, None
     if "springs" in models and len(pairs):
-        rest = None
-        if "pressure" in models and amount:
-            built = world.positions[world.store.particles.rows(entities)]
-            k, c, rest = _prestress(world, built, pairs, outline, amount, k, c, skin)
-        world.add_springs(entities[pairs], stiffness=k, damping=c, rest_lengths=rest,
-                          max_strain=max_strain)
-        if "xpbd" not in models and triangles is not None:  # (XPBD keeps areas)
-            _orient(world, entities[triangles], k, c,
-                    AREA_UNDER_MATCHING if "shape_matching" in models else 1.0)
-    if "xpbd" in models:
-        if len(pairs):
-            world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
-        if triangles is not None and len(triangles):
-            world.add_volume_constraints(entities[triangles],
-                                         validate.nonnegative("area_compliance", area_compliance))
-    chosen: list[Any] = []
+        springs, areas = _springs(world, particles.pos, pairs, outline, models, k, c, amount,
+                                  triangles, skin, sources)
+        springs["max_strain"] = max_strain
+    alpha = (validate.nonnegative("compliance", compliance),
+             validate.nonnegative("area_compliance", area_compliance))
+    chosen = _body_models(models, amount, match, wobble_damping)
+    entities = _add(world, particles)
+    with _or_undo(world, entities):
+        if springs is not None:
+            world.add_springs(entities[pairs], **springs)
+        if areas is not None:
+            world.add_area_springs(entities[triangles], *areas)
+        if "xpbd" in models:
+            if len(pairs):
+                world.add_distance_constraints(entities[pairs], alpha[0])
+            if triangles is not None and len(triangles):
+                world.add_volume_constraints(entities[triangles], alpha[1])
+        return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist(),
+                              **(body or {}))
+
+
+def _springs(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.ndarray, models: set[str],
+             k: Any, c: float, amount: float | None, triangles: np.ndarray | None,
+             skin: tuple[float, float, float | None] | None,
+             sources: _Sources) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray] | None]:
+    """The springs' arguments (prestressed against the gas: _prestress) and the area springs'
+    stiffness and damping (_orient; None without), from the particles' positions ``pos``."""
+    rest = None
+    if "pressure" in models and amount:
+        k, c, rest = _prestress(world, pos, pairs, outline, amount, k, c, skin, sources)
+    areas = None
+    if "xpbd" not in models and triangles is not None:  # (XPBD keeps areas)
+        areas = _orient(pos[triangles], k, c, AREA_UNDER_MATCHING if "shape_matching" in models else 1.0,
+                        sources)
+    return {"stiffness": k, "damping": c, "rest_lengths": rest}, areas
+
+
+def _body_models(models: set[str], amount: float | None, match: tuple[float, float],
+                 wobble_damping: float) -> list[Pressure | ShapeMatching]:
+    """The body's models: gas, shape matching, or the wobble damping (shape matching of
+    stiffness 0) of a body without shape matching."""
+    chosen: list[Pressure | ShapeMatching] = []
     if "pressure" in models:
         chosen.append(Pressure(0.0 if amount is None else amount))
     if "shape_matching" in models:
         chosen.append(ShapeMatching(*match))
     elif validate.nonnegative("wobble_damping", wobble_damping) > 0:
         chosen.append(ShapeMatching(stiffness=0.0, damping=wobble_damping))
-    return world.add_body(entities[outline].tolist(), *chosen, particles=entities.tolist(), **(body or {}))
+    return chosen
 
 
 # How stiff a spring lattice's area springs are, against its springs: each triangle's area
@@ -218,19 +311,28 @@ AREA_STIFFNESS = 2.0
 AREA_UNDER_MATCHING = 0.1
 
 
-def _orient(world: World, triangles: np.ndarray, k: Any, c: float, factor: float = 1.0) -> None:
+def _orient(p: np.ndarray, k: Any, c: float, factor: float = 1.0,
+            names: _Sources = _PASSED) -> tuple[np.ndarray, np.ndarray] | None:
     """A spring lattice alone does not know its inside from its outside: its mirror image,
     or a cell folded over, is at rest too. Area springs on its triangles push an inverted
     triangle back through itself: stiffness AREA_STIFFNESS k / |grad A|^2 (|grad A|^2 = the
     sum of the triangle's squared sides / 4), so its area mode is AREA_STIFFNESS times as
-    stiff as a spring of stiffness k (the mean of the lattice's), damping alike."""
-    stiffness = float(np.mean(k))
-    if not len(triangles) or not stiffness > 0.0:
-        return
-    p = world.positions[world.store.particles.rows(triangles.reshape(-1))].reshape(-1, 3, 2)
+    stiff as a spring of stiffness k (the mean of the lattice's), damping alike. Returns
+    their stiffness and damping for the triangles' corners ``p`` (M, 3, 2), or None (no
+    triangles, or k = 0); if they overflow, ValueError naming the caller's arguments k and c
+    follow from (``names``)."""
+    with np.errstate(over="ignore"):
+        stiffness = float(np.mean(k))
+    if not len(p) or not stiffness > 0.0:
+        return None
     grad = 0.25 * sum(np.sum((p[:, i] - p[:, (i + 1) % 3]) ** 2, axis=1) for i in range(3))
     gain = factor * AREA_STIFFNESS
-    world.add_area_springs(triangles, gain * stiffness / grad, gain * c / grad)
+    with np.errstate(over="ignore"):
+        area_k, area_c = gain * stiffness / grad, gain * c / grad
+    what = "the area springs' {} (which keep the body from turning inside out)"
+    _derived(names.stiffness, what.format("stiffness"), stiffness, area_k)
+    _derived(names.damping, what.format("damping"), area_c)
+    return area_k, area_c
 
 
 GAS_SKIN_STRAIN = 0.05  # how far the default gas stretches a gas bag's skin
@@ -250,10 +352,15 @@ def _skin(models: set[str], mass: float, stiffness: float | None,
     return None
 
 
-def _default_amount(mass: float, area: float) -> float:
+def _default_amount(mass: float, area: float, names: str) -> float:
     """The default gas: pressure 2 m g / R_eq (R_eq: the radius of a disc of the body's area),
-    which carries about four times the body's weight before it flattens; amount = P A."""
-    return 2.0 * mass * 9.81 / math.sqrt(area / math.pi) * area
+    which carries about four times the body's weight before it flattens; amount = P A.
+    ValueError naming ``names`` (the mass and size arguments) if it overflows."""
+    if not area > 0.0:  # (an outline far from the origin, its points rounded onto a line)
+        raise ValueError(f"{names}: the outline encloses no area (area {area:.3g} m^2)")
+    amount = 2.0 * mass * 9.81 / math.sqrt(area / math.pi) * area
+    _derived(names, "the default amount of gas (2 m g / R_eq x area)", amount)
+    return amount
 
 
 def gas_forces(pos: np.ndarray, outline: np.ndarray, amount: float) -> np.ndarray:
@@ -269,8 +376,8 @@ def gas_forces(pos: np.ndarray, outline: np.ndarray, amount: float) -> np.ndarra
 
 
 def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.ndarray,
-               amount: float, k: Any, c: float,
-               skin: tuple[float, float, float | None] | None) -> tuple[Any, float, np.ndarray]:
+               amount: float, k: Any, c: float, skin: tuple[float, float, float | None] | None,
+               sources: _Sources) -> tuple[Any, float, np.ndarray]:
     """Stiffness, damping and rest lengths that make the built shape an equilibrium of the
     springs and the gas.
 
@@ -294,15 +401,23 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
     rows = np.concatenate([2 * pairs[:, 0], 2 * pairs[:, 0] + 1, 2 * pairs[:, 1], 2 * pairs[:, 1] + 1])
     data = np.concatenate([u[:, 0], u[:, 1], -u[:, 0], -u[:, 1]])
     a = coo_matrix((data, (rows, np.tile(np.arange(m), 4))), shape=(2 * n, m)).tocsr()
-    tension = lsqr(a, -gas_forces(pos, outline, amount).ravel(), atol=1e-12, btol=1e-12)[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        push = gas_forces(pos, outline, amount)
+    _derived(sources.gas, "the gas's push on the outline", push)
+    with np.errstate(all="ignore"):  # (a push near the float range overflows inside LSQR: checked)
+        tension = lsqr(a, -push.ravel(), atol=1e-12, btol=1e-12)[0]
+    _derived(sources.gas, "the springs' tension that holds the gas", tension)
     if skin is not None:
         mass, strain, damping = skin
         h = world.dt / world.substeps
         k = min(float((tension / length).max()) / strain, SKIN_STABLE * mass / h**2)
         c = 0.4 * math.sqrt(k * mass) if damping is None else damping
-    rest: np.ndarray = length - tension / k
+        _derived(_joined(sources.gas, "mass"), "the skin's stiffness", k)
+        _derived(_joined(sources.gas, sources.damping), "the skin's damping", c)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # (stiffness 0: refused)
+        rest: np.ndarray = length - tension / k
     if not (rest > 0.5 * length).all():
-        raise ValueError(f"amount {amount:g} is more gas than the springs "
+        raise ValueError(f"{sources.gas}: {amount:g} N m of gas is more than the springs "
                          f"(stiffness {float(np.min(k)):.4g} N/m) "
                          "can hold at twice their rest length: lower amount, raise stiffness or "
                          "use more substeps")
@@ -328,9 +443,9 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _framed(_models(model))
     tear = _tear(max_strain, models)
-    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
-           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
-           area_compliance=area_compliance, particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
+           compliance=compliance, area_compliance=area_compliance, particle_radius=particle_radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
     if not (w > 0 and h > 0):
@@ -347,16 +462,17 @@ def box(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float
              np.stack([idx[:-2, :].ravel(), idx[2:, :].ravel()], 1)]  # and along columns
     grid = grid_pairs(nx, ny, by_particle="xpbd" not in models)  # (see _GRID_ORDER)
     pairs = np.concatenate([grid, *bends])  # braces: a cell cannot fold over the next
-    entities = _add(world, pos, m, particle_radius, "center, size", pairs)
+    particles = _particles(pos, m, particle_radius, "center, size", pairs)
+    sources = _sources(stiffness, damping, amount, "center, size")
     if amount is None:
-        amount = _default_amount(mass, w * h)
+        amount = _default_amount(mass, w * h, sources.gas)
     a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two CCW triangles
     c_, d_ = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
     triangles = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
     ks = np.concatenate([np.full(len(grid), k), np.full(len(pairs) - len(grid), BRACE * k)])
-    return _finish(world, entities, outline, pairs, models, ks, d, amount,
+    return _finish(world, particles, outline, pairs, models, ks, d, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance,
-                   area_compliance, body, tear, _skin(models, m, stiffness, damping))
+                   area_compliance, body, tear, _skin(models, m, stiffness, damping), sources)
 
 
 def _ring(center: Sequence[float], radius: float, segments: int, mass: float) -> tuple[np.ndarray, float]:
@@ -376,21 +492,35 @@ def _count(names: str, particles: int, springs: int = 0) -> None:
                          f"builder makes (at most {MAX_BODY_PARTICLES:,} and {MAX_BODY_SPRINGS:,})")
 
 
-def _add(world: World, pos: np.ndarray, m: float, particle_radius: float, names: str,
-         pairs: np.ndarray, pinned: Any = False) -> np.ndarray:
-    """Add the body's particles (mass ``m`` each) once its shape, which the arguments ``names``
-    set, can be simulated: no two particles a spring ``pairs`` joins closer than MIN_SPACING
-    (nor rounded onto each other far from the origin), no size whose square overflows."""
+def _placeable(pos: np.ndarray, names: str, pairs: np.ndarray) -> None:
+    """ValueError naming the arguments ``names`` that set the shape ``pos`` unless it can be
+    simulated: no two particles a spring ``pairs`` joins closer than MIN_SPACING, nor than
+    PRECISION x their distance from the origin (there, rounding moves them by a fraction of
+    that: a ring far away rounds onto a line), no size whose square overflows."""
     validate.extent(names, pos)
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
     closest = float(np.hypot(d[:, 0], d[:, 1]).min()) if len(d) else math.inf
-    if not closest >= MIN_SPACING:
-        raise ValueError(f"{names}: the body's particles would be {closest:.3g} m apart "
-                         f"(at least {MIN_SPACING:g} m)")
+    far = float(np.abs(pos).max()) if len(pos) else 0.0
+    if not closest >= max(MIN_SPACING, PRECISION * far):
+        raise ValueError(f"{names}: the body's particles would be {closest:.3g} m apart (at least "
+                         f"{MIN_SPACING:g} m, and {PRECISION:.2g} of their distance {far:.3g} m from "
+                         "the origin)")
+
+
+def _particles(pos: np.ndarray, m: float, radius: float, names: str, pairs: np.ndarray,
+               pinned: Any = False) -> _Particles:
+    """A body's particles, checked: a shape that can be simulated (_placeable), a mass each
+    of at least MIN_MASS."""
+    _placeable(pos, names, pairs)
     if not m >= validate.MIN_MASS:
         raise ValueError(f"mass: {m:.3g} kg per particle is less than {validate.MIN_MASS:g} kg")
-    return np.asarray(world.add_particles(pos, masses=m, radii=particle_radius, pinned=pinned),
-                      dtype=np.int64)
+    return _Particles(pos, m, radius, pinned)
+
+
+def _add(world: World, particles: _Particles) -> np.ndarray:
+    """Add the body's particles (checked by _particles); their entities."""
+    return np.asarray(world.add_particles(particles.pos, masses=particles.mass, radii=particles.radius,
+                                          pinned=particles.pinned), dtype=np.int64)
 
 
 def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -417,9 +547,9 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _models(model)
     tear = _tear(max_strain, models)
-    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
-           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
-           particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
+           compliance=compliance, particle_radius=particle_radius)
     if validate.integer("segments", segments, 3) < 4:
         raise ValueError(f"segments must be >= 4 for a circle, got {segments}")
     n_rings = validate.integer("rings", rings, 0)
@@ -430,13 +560,14 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     r, n = float(radius), len(pos)
     i = np.arange(n)
     triangles = None
-    ring_area = abs(signed_area(pos))
+    rim = pos  # the outline's positions (their area sets the default gas)
     if n_rings == 0:  # a ring (a gas bag: its outline alone, see _finish)
         pairs = np.concatenate([np.stack([i, (i + 1) % n], 1), np.stack([i, (i + 2) % n], 1),
                                 np.stack([i[: n // 2], i[: n // 2] + n // 2], 1)])
         outline = i
         if "xpbd" in models:  # area constraints on a triangulation of the ring give it an inside
-            triangles = _triangulate(pos, np.stack([i, (i + 1) % n], 1))
+            _placeable(pos, "center, radius, segments", pairs)
+            triangles = _triangulate(pos, np.stack([i, (i + 1) % n], 1), "center, radius, segments")
         elif not _gas_bag(models):
             # a ring has no inside of its own: area springs on the triangles of each edge and the
             # particle across the ring give it one (those of a triangulation of the ring, thin
@@ -445,7 +576,8 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
     else:
         c = validate.vector("center", center, 2)
         unit = (pos - c) / r
-        pos = np.concatenate([c[None]] + [c + unit * r * k / n_rings for k in range(1, n_rings + 1)])
+        with np.errstate(over="ignore"):  # (a radius near the float range's end: refused below)
+            pos = np.concatenate([c[None]] + [c + unit * r * k / n_rings for k in range(1, n_rings + 1)])
         m = validate.positive("mass", mass) / len(pos)
         ring = [1 + k * n + i for k in range(n_rings)]  # particle indices of ring k (0: innermost)
         nxt = (i + 1) % n
@@ -460,12 +592,14 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
         pairs, triangles = np.concatenate(pairs_list), np.concatenate(tris)
         outline = ring[-1]
     k_, d_ = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, pos, m, particle_radius, "center, radius, segments", pairs)
+    particles = _particles(pos, m, particle_radius, "center, radius, segments", pairs)
+    sources = _sources(stiffness, damping, amount, "center, radius")
     if amount is None:
-        amount = _default_amount(mass, ring_area)
-    return _finish(world, entities, outline, pairs, models, k_, d_, amount,
+        amount = _default_amount(mass, abs(signed_area(rim)), sources.gas)
+    return _finish(world, particles, outline, pairs, models, k_, d_, amount,
                    (match_stiffness, match_damping), wobble_damping, triangles, compliance=compliance,
-                   body=body, max_strain=tear, skin=_skin(models, m, stiffness, damping))
+                   body=body, max_strain=tear, skin=_skin(models, m, stiffness, damping),
+                   sources=sources)
 
 
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
@@ -487,21 +621,25 @@ def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5
     """
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     tear = _tear(max_strain, {"pressure"})
-    _check(stiffness=stiffness, damping=damping, amount=amount, wobble_damping=wobble_damping,
-           particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(wobble_damping=wobble_damping, particle_radius=particle_radius)
     if validate.integer("segments", segments, 3) < 6:
         raise ValueError(f"segments must be >= 6 for a ball, got {segments}")
     s = validate.positive("inflation", inflation)
+    if not s < MAX_INFLATION:
+        raise ValueError(f"inflation must be < {MAX_INFLATION} (the gas would stretch the skin to "
+                         f"more than twice its rest length), got {s}")
     pos, m = _ring(center, radius, segments, mass)
     i = np.arange(len(pos))
     k, d = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, pos, m, particle_radius, "center, radius, segments",
-                    np.stack([i, np.roll(i, -1)], 1))
+    particles = _particles(pos, m, particle_radius, "center, radius, segments",
+                           np.stack([i, np.roll(i, -1)], 1))
+    sources = _sources(stiffness, damping, amount, "center, radius")
     if amount is None:
-        amount = _default_amount(mass, abs(signed_area(pos)))
-    return _finish(world, entities, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
+        amount = _default_amount(mass, abs(signed_area(pos)), sources.gas)
+    return _finish(world, particles, i, np.zeros((0, 2), dtype=np.int64), {"pressure"}, k, d, amount,
                    (0.0, 0.0), wobble_damping, body=body, max_strain=tear,
-                   skin=(m, s, damping) if stiffness is None else None)
+                   skin=(m, s, damping) if stiffness is None else None, sources=sources)
 
 
 def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4,
@@ -514,26 +652,31 @@ def blob(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.4
     """A ring plus a centre particle, every pair joined by a spring (seed 003)."""
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     tear = _tear(max_strain, {"springs"})
-    _check(stiffness=stiffness, damping=damping, particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping)
+    _check(particle_radius=particle_radius)
     pos, _ = _ring(center, radius, segments, mass)
     n = len(pos) + 1
     _count("segments", n, n * (n - 1) // 2)
     m = float(mass) / n
     k, d = _spring_defaults(m, stiffness, damping)
-    a, b = np.triu_indices(n, 1)
-    entities = _add(world, np.concatenate([pos, validate.vector("center", center, 2)[None]]), m,
-                    particle_radius, "center, radius, segments", np.stack([a, b], 1))
+    pairs = np.stack(np.triu_indices(n, 1), 1)
+    particles = _particles(np.concatenate([pos, validate.vector("center", center, 2)[None]]), m,
+                           particle_radius, "center, radius, segments", pairs)
     k_each = k * 4.0 / (n - 1)  # many springs per particle: keep the total stiffness stable
-    world.add_springs(entities[np.stack([a, b], 1)], stiffness=k_each, damping=d * 4.0 / (n - 1),
-                      max_strain=tear)
     ring = np.arange(n - 1)
-    _orient(world, entities[np.stack([np.full(n - 1, n - 1), ring, np.roll(ring, -1)], 1)], k, d)
-    return world.add_body(entities[:-1].tolist(), particles=entities.tolist(), **body)
+    fan = np.stack([np.full(n - 1, n - 1), ring, np.roll(ring, -1)], 1)
+    areas = _orient(particles.pos[fan], k, d, names=_sources(stiffness, damping))
+    entities = _add(world, particles)
+    with _or_undo(world, entities):
+        world.add_springs(entities[pairs], stiffness=k_each, damping=d * 4.0 / (n - 1), max_strain=tear)
+        if areas is not None:
+            world.add_area_springs(entities[fan], *areas)
+        return world.add_body(entities[:-1].tolist(), particles=entities.tolist(), **body)
 
 
 def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float] = (1.0, 2.0),
          segments: int = 10, mass: float = 1.0, stiffness: float | None = None,
-         damping: float | None = None, bending: float = 0.0, pin: Sequence[str] = ("start",),
+         damping: float | None = None, bending: float = 0.0, pin: str | Sequence[str] | None = ("start",),
          model: str = "springs", compliance: float = 0.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
@@ -541,41 +684,55 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
         rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A chain from ``start`` to ``end`` of springs (``model="springs"``) or XPBD distance
     constraints (``model="xpbd"``, ``compliance`` m/N, 0: inextensible); ``bending`` (N/m)
-    adds springs that skip one particle; ``pin`` may name "start" and/or "end"."""
+    adds springs that skip one particle. ``pin``: the ends held in place: "start", "end",
+    both as a sequence (``("start", "end")``), or None (or ``()``) for a free rope."""
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
-    if model not in ("springs", "xpbd"):
+    if not isinstance(model, str) or model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a rope, got {model!r}")
+    _optional(stiffness=stiffness, damping=damping)
+    _check(bending=bending, compliance=compliance, particle_radius=particle_radius)
     tear = _tear(max_strain, {model} if bending == 0 else {model, "springs"})
-    _check(stiffness=stiffness, damping=damping, bending=bending, compliance=compliance,
-           particle_radius=particle_radius)
     a = validate.vector("start", start, 2)
     b = validate.vector("end", end, 2)
     n = validate.integer("segments", segments, 1) + 1
     _count("segments", n, 2 * n)
-    for p in pin:
-        if p not in ("start", "end"):
-            raise ValueError(f"pin may hold 'start' and 'end', got {p!r}")
+    ends = _rope_pins(pin)
     m = validate.positive("mass", mass) / n
     k, d = _spring_defaults(m, stiffness, damping)
     t = np.linspace(0.0, 1.0, n)[:, None]
     pinned = np.zeros(n, dtype=bool)
-    pinned[0], pinned[-1] = "start" in pin, "end" in pin
+    pinned[0], pinned[-1] = "start" in ends, "end" in ends
     i = np.arange(n - 1)
-    entities = _add(world, a + t * (b - a), m, particle_radius, "start, end, segments",
-                    np.stack([i, i + 1], 1), pinned)
+    entities = _add(world, _particles(a + t * (b - a), m, particle_radius, "start, end, segments",
+                                      np.stack([i, i + 1], 1), pinned))
     links = entities[np.stack([i, i + 1], 1)]
-    if model == "xpbd":
-        world.add_distance_constraints(links, validate.nonnegative("compliance", compliance))
-    else:
-        world.add_springs(links, stiffness=k, damping=d, max_strain=tear)
-    if validate.nonnegative("bending", bending) > 0 and n > 2:
-        j = np.arange(n - 2)
-        world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d, max_strain=tear)
-    return world.add_body(entities.tolist(), **body)
+    with _or_undo(world, entities):
+        if model == "xpbd":
+            world.add_distance_constraints(links, validate.nonnegative("compliance", compliance))
+        else:
+            world.add_springs(links, stiffness=k, damping=d, max_strain=tear)
+        if validate.nonnegative("bending", bending) > 0 and n > 2:
+            j = np.arange(n - 2)
+            world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d,
+                              max_strain=tear)
+        return world.add_body(entities.tolist(), **body)
+
+
+def _rope_pins(pin: Any) -> set[str]:
+    """A rope's ``pin``: None, "start", "end", or a sequence of those names."""
+    if pin is None:
+        return set()
+    names = [pin] if isinstance(pin, str) else pin
+    if not isinstance(names, (list, tuple)):
+        raise ValueError(f"pin must be None, 'start', 'end' or a sequence of those, got {pin!r}")
+    for name in names:
+        if not isinstance(name, str) or name not in ("start", "end"):
+            raise ValueError(f"pin may hold 'start' and 'end', got {name!r}")
+    return set(names)
 
 
 def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[float] = (1.0, 1.0),
-          cells: Sequence[int] = (10, 10), pin: str | Sequence[int] = "top corners",
+          cells: Sequence[int] = (10, 10), pin: str | Sequence[int] | None = "top corners",
           model: str = "xpbd", mass: float = 0.5, compliance: float = 1e-6,
           stiffness: float | None = None, damping: float | None = None,
           particle_radius: float = 0.0,
@@ -585,7 +742,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
         rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """A net of (cells + 1)^2 particles with structural and shear links, hanging from pinned points.
 
-    ``pin``: "top corners", "top" (the whole top row), "none", or particle indices
+    ``pin``: "top corners", "top" (the whole top row), "none" (or None), or particle indices
     (row-major, x fastest, row 0 at the bottom). ``model``: "xpbd" (distance
     constraints of ``compliance``) or "springs". ``mass`` is the whole cloth's (kg), shared
     equally. 2D only. In 2D a net of inextensible XPBD links with shear braces is a rigid
@@ -593,10 +750,11 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     does).
     """
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
-    if model not in ("springs", "xpbd"):
+    if not isinstance(model, str) or model not in ("springs", "xpbd"):
         raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
     tear = _tear(max_strain, {model})
-    _check(stiffness=stiffness, damping=damping, compliance=compliance, particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping)
+    _check(compliance=compliance, particle_radius=particle_radius)
     c = validate.vector("center", center, 2)
     w, h = validate.vector("size", size, 2)
     if not (w > 0 and h > 0):
@@ -604,6 +762,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     nx, ny = _cells(cells)
     _count("cells", nx * ny, 4 * nx * ny)
     idx = np.arange(nx * ny).reshape(ny, nx)
+    pin = "none" if pin is None else pin
     if isinstance(pin, str):
         chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
         if pin not in chosen:
@@ -620,10 +779,11 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     pinned = np.zeros(nx * ny, dtype=bool)
     pinned[pinned_rows] = True
     pairs = grid_pairs(nx, ny, by_particle=model == "springs")  # (see _GRID_ORDER)
-    entities = _add(world, pos, m, particle_radius, "center, size", pairs, pinned)
+    particles = _particles(pos, m, particle_radius, "center, size", pairs, pinned)
     outline = np.concatenate([idx[0, :], idx[1:, -1], idx[-1, -2::-1], idx[-2:0:-1, 0]])
-    return _finish(world, entities, outline, pairs, {model}, k, d, None, (0.0, 0.0),
-                   compliance=compliance, body=body, max_strain=tear)
+    return _finish(world, particles, outline, pairs, {model}, k, d, None, (0.0, 0.0),
+                   compliance=compliance, body=body, max_strain=tear,
+                   sources=_sources(stiffness, damping))
 
 
 def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
@@ -638,9 +798,9 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         rolling_resistance: float = ROLLING_RESISTANCE) -> int:
     """Any simple polygon outline (counter-clockwise or not), filled with a mesh.
 
-    Edges longer than ``segment`` (m) are subdivided first. Inside, particles on a
-    triangular lattice ``spacing`` apart (default: the outline's mean edge length;
-    none nearer the outline than half that) are joined to the outline by a
+    Edges longer than ``segment`` (m) are subdivided first (None: they are not). Inside,
+    particles on a triangular lattice ``spacing`` apart (None, the default: the outline's
+    mean edge length; none nearer the outline than half that) are joined to the outline by a
     constrained Delaunay triangulation (pythoncdt), so the triangles are well shaped
     and tile the outline exactly. The triangles' edges and the outline's become
     springs (``"springs"``) or distance constraints (``"xpbd"``, which also keeps
@@ -651,15 +811,16 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
     body = _body(category, mask, self_collision, friction, restitution, rolling_resistance)
     models = _framed(_models(model))
     tear = _tear(max_strain, models)
-    _check(stiffness=stiffness, damping=damping, amount=amount, match_stiffness=match_stiffness,
-           match_damping=match_damping, wobble_damping=wobble_damping, compliance=compliance,
-           area_compliance=area_compliance, particle_radius=particle_radius)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
+           compliance=compliance, area_compliance=area_compliance, particle_radius=particle_radius)
     v = validate.array("vertices", vertices, (None, 2))
     if len(v) < 3:
         raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
     if segment is not None:
         step = validate.positive("segment", segment)
-        pieces = np.ceil(np.linalg.norm(np.roll(v, -1, axis=0) - v, axis=1) / step).sum()
+        with np.errstate(over="ignore"):  # (inf pieces: refused)
+            pieces = np.ceil(np.linalg.norm(np.roll(v, -1, axis=0) - v, axis=1) / step).sum()
         if not pieces <= MAX_OUTLINE_POINTS:
             raise ValueError(f"segment {step:g} m would give the outline {pieces:.3g} points "
                              f"(at most {MAX_OUTLINE_POINTS:,}): choose a longer segment")
@@ -680,17 +841,18 @@ def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",
         spacing = float(np.linalg.norm(v - np.roll(v, -1, axis=0), axis=1).mean())
     inner = _lattice(v, validate.positive("spacing", spacing))
     pos = np.concatenate([v, inner])
-    tri = _triangulate(pos, outline_edges)
+    tri = _triangulate(pos, outline_edges, "vertices, segment, spacing")
     edges = np.unique(np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]],
                                               outline_edges, _braces(tri)]), axis=1), axis=0)
     m = validate.positive("mass", mass) / len(pos)
     k, d = _spring_defaults(m, stiffness, damping)
-    entities = _add(world, pos, m, particle_radius, "vertices, segment, spacing", edges)
+    particles = _particles(pos, m, particle_radius, "vertices, segment, spacing", edges)
+    sources = _sources(stiffness, damping, amount, "vertices")
     if amount is None:
-        amount = _default_amount(mass, abs(area))
-    return _finish(world, entities, ring, edges, models, k, d, amount,
+        amount = _default_amount(mass, abs(area), sources.gas)
+    return _finish(world, particles, ring, edges, models, k, d, amount,
                    (match_stiffness, match_damping), wobble_damping, tri, compliance, area_compliance,
-                   body, tear, _skin(models, m, stiffness, damping))
+                   body, tear, _skin(models, m, stiffness, damping), sources)
 
 
 def _inside(v: np.ndarray, pts: np.ndarray) -> np.ndarray:
@@ -717,7 +879,7 @@ def _lattice(v: np.ndarray, spacing: float) -> np.ndarray:
     it than half the spacing (tested a block of points at a time)."""
     lo, hi = v.min(axis=0), v.max(axis=0)
     dy = spacing * math.sqrt(3.0) / 2.0
-    estimate = abs(signed_area(v)) / (spacing * dy)
+    estimate = abs(signed_area(v)) / spacing / dy  # (spacing * dy underflows to 0 for a tiny spacing)
     if estimate > MAX_MESH_POINTS:
         raise ValueError(f"spacing {spacing:g} m would fill the polygon with about {estimate:.3g} "
                          f"particles (at most {MAX_MESH_POINTS:,}): choose a larger spacing")
@@ -732,16 +894,19 @@ def _lattice(v: np.ndarray, spacing: float) -> np.ndarray:
     return np.concatenate([np.zeros((0, 2)), *keep])
 
 
-def _triangulate(pos: np.ndarray, outline_edges: np.ndarray) -> np.ndarray:
+def _triangulate(pos: np.ndarray, outline_edges: np.ndarray, names: str) -> np.ndarray:
     """Counter-clockwise triangles of the constrained Delaunay triangulation of ``pos`` with
-    the outline's edges kept, inside the outline only."""
+    the outline's edges kept, inside the outline only; ValueError naming the arguments
+    ``names`` that set ``pos`` if pythoncdt refuses it (points that round onto each other)."""
     import pythoncdt as cdt
 
     t = cdt.Triangulation(cdt.VertexInsertionOrder.AS_PROVIDED, cdt.IntersectingConstraintEdges.NOT_ALLOWED,
                           0.0)
-    # NumPy arrays are buffers; numpy's type stubs do not say so, hence the casts
-    t.insert_vertices(cast(Any, np.ascontiguousarray(pos, dtype=np.float64)))
-    t.insert_edges(cast(Any, np.ascontiguousarray(outline_edges, dtype=np.uintc)))
+    try:  # NumPy arrays are buffers; numpy's type stubs do not say so, hence the casts
+        t.insert_vertices(cast(Any, np.ascontiguousarray(pos, dtype=np.float64)))
+        t.insert_edges(cast(Any, np.ascontiguousarray(outline_edges, dtype=np.uintc)))
+    except RuntimeError as exc:
+        raise ValueError(f"{names}: the shape cannot be triangulated ({str(exc).splitlines()[0]})") from None
     t.erase_outer_triangles_and_holes()
     tri: np.ndarray = np.asarray(t.triangles_array()["vertices"], dtype=np.int64)
     return tri

@@ -48,6 +48,17 @@ def rotation_2d(angle: float) -> np.ndarray:
     return np.array([[c, -s], [s, c]])
 
 
+def unit_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of ``v`` (non-zero) scaled to unit length: divided by its largest |component|
+    first, then normalised, so that no square overflows (a normal of 1e200) or underflows
+    (1e-200) and the direction is the one given. Also each row's length divided by that
+    largest component (in [1, sqrt(dim)]): |v| = max|v_i| x it, a product that may overflow."""
+    big = np.abs(v).max(axis=-1, keepdims=True)
+    scaled = v / big
+    norm = np.sqrt((scaled * scaled).sum(axis=-1, keepdims=True))
+    return scaled / norm, norm[..., 0]
+
+
 def _rotation_3d(rotation: Any, angle: float) -> np.ndarray:
     if rotation is None:
         out = np.eye(3)
@@ -87,8 +98,10 @@ def _capsule(center: np.ndarray, a: np.ndarray, b: np.ndarray, radius: float) ->
 class Plane:
     """A half-space: solid where ``dot(normal, x) < offset`` (in 2D, a line with a facing side).
 
-    ``normal`` need not be unit length: it is normalised, and ``offset`` is
-    divided by its length (so ``Plane((0, 2), 2)`` is the line y = 1).
+    ``normal`` need not be unit length: it is normalised (in a scaled way: any finite
+    non-zero normal, 1e200 or 1e-300 long, keeps its direction), and ``offset`` is divided by
+    its length (so ``Plane((0, 2), 2)`` is the line y = 1); ValueError if that quotient is
+    beyond the float range.
     """
 
     normal: Any
@@ -96,12 +109,16 @@ class Plane:
 
     def geometry(self, dim: int) -> Geometry:
         normal = validate.vector("normal", self.normal, dim)
-        length = math.hypot(*normal)  # scaled: |normal|^2 would overflow at 1e200, vanish at 1e-200
-        if not length > 0.0:
+        if not normal.any():
             raise ValueError("normal must be a non-zero vector")
         offset = validate.finite("offset", self.offset)
-        return _polytope(np.zeros(dim), np.eye(dim), (normal / length)[None],
-                         np.array([offset / length]))
+        big = float(np.abs(normal).max())
+        unit, norm = unit_rows(normal[None])
+        distance = offset / big / float(norm[0])  # offset / |normal|, without its square
+        if not math.isfinite(distance):
+            raise ValueError(f"offset: {offset:g} / |normal| is beyond the float range (the normal is "
+                             f"{big:.3g} long): give a longer normal or a smaller offset")
+        return _polytope(np.zeros(dim), np.eye(dim), unit, np.array([distance]))
 
 
 @dataclass(frozen=True)
@@ -132,7 +149,7 @@ class Sphere:
 
 def _ball(center: Any, radius: float, dim: int) -> Geometry:
     c = validate.vector("center", center, dim)
-    r = validate.positive("radius", radius)
+    r = validate.size("radius", radius)
     validate.extent("radius", np.array([[-r], [r]]))
     return _capsule(c, np.zeros(dim), np.zeros(dim), r)
 
@@ -148,8 +165,13 @@ class Segment:
     def geometry(self, dim: int) -> Geometry:
         a = validate.vector("a", self.a, dim)
         b = validate.vector("b", self.b, dim)
-        r = validate.positive("radius", self.radius)
+        r = validate.size("radius", self.radius)
         validate.extent("a, b, radius", np.stack([a - r, a + r, b - r, b + r]))
+        apart = float(np.abs(b - a).max())  # (|b - a|^2 >= apart^2: no underflow from MIN_SIZE on)
+        if 0.0 < apart < validate.MIN_SIZE:
+            raise ValueError(f"a, b: the segment is {apart:.3g} m long, so short that its square "
+                             f"underflows: make a and b equal (a disc) or at least "
+                             f"{validate.MIN_SIZE:.3g} m apart")
         mid = 0.5 * (a + b)
         return _capsule(mid, a - mid, b - mid, r)
 
@@ -169,8 +191,9 @@ class Box:
     def geometry(self, dim: int) -> Geometry:
         c = validate.vector("center", self.center, dim)
         half = validate.vector("half_extents", self.half_extents, dim)
-        if not (half > 0.0).all():
-            raise ValueError(f"half_extents must be > 0, got {half.tolist()}")
+        if not (half >= validate.MIN_SIZE).all():
+            raise ValueError(f"half_extents must be >= {validate.MIN_SIZE:.3g} m (> 0, and their squares "
+                             f"must not underflow), got {half.tolist()}")
         validate.extent("half_extents", np.stack([-half, half]))
         angle = validate.finite("angle", self.angle)
         if dim == 2:
@@ -190,11 +213,12 @@ class Box:
 
 @dataclass(frozen=True)
 class Polygon:
-    """A convex polygon (2D) from 3 or more ``vertices``.
+    """A convex polygon (2D) from 3 or more ``vertices`` (m).
 
-    Counter-clockwise order is expected; clockwise input is accepted and
-    reversed. Repeated vertices, collinear-only (zero area), non-convex and
-    self-intersecting outlines are rejected with ValueError.
+    Either winding, from any first vertex: the polygon is kept counter-clockwise from its
+    lowest vertex (least y, then least x), so a clockwise list, or one that starts
+    elsewhere, gives the same collider bit for bit. Repeated vertices, collinear-only
+    (zero area), non-convex and self-intersecting outlines are rejected with ValueError.
     """
 
     vertices: Any
@@ -206,13 +230,15 @@ class Polygon:
         if len(v) < 3:
             raise ValueError(f"vertices must have at least 3 points, got {len(v)}")
         v = convex_ccw(v)
-        center = v.mean(axis=0)
+        with np.errstate(over="ignore"):
+            center = v.mean(axis=0)
+        if not np.isfinite(center).all():
+            raise ValueError("vertices: the polygon is too far from the origin (their mean overflows)")
         local = v - center
         edges = np.roll(local, -1, axis=0) - local
-        normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)
-        normals /= np.linalg.norm(normals, axis=1)[:, None]
+        normals, _ = unit_rows(np.stack([edges[:, 1], -edges[:, 0]], axis=1))
         offsets = (normals * local).sum(axis=1)
-        bound = float(np.linalg.norm(local, axis=1).max()) * (1.0 + 1e-9)
+        bound = float(np.hypot(local[:, 0], local[:, 1]).max()) * (1.0 + 1e-9)
         # Pushing both faces at a vertex of interior angle alpha out by r moves the
         # vertex by r / sin(alpha / 2) along its bisector.
         cos_turn = (normals * np.roll(normals, 1, axis=0)).sum(axis=1).clip(-1.0, 1.0)
@@ -227,25 +253,35 @@ def signed_area(v: np.ndarray) -> float:
 
 
 def convex_ccw(v: np.ndarray) -> np.ndarray:
-    """``v`` as a counter-clockwise convex outline; ValueError if it is not convex and simple."""
+    """``v`` as a counter-clockwise convex outline from its lowest vertex (least y, then least
+    x): either winding and any first vertex give the same array. ValueError if it is not
+    convex and simple. The checks run on ``v`` moved to its first vertex and scaled to unit
+    size, so no square in them overflows (a polygon 1e154 m across, or far from the origin)."""
     validate.extent("vertices", v)
-    edges = np.roll(v, -1, axis=0) - v
-    lengths = np.linalg.norm(edges, axis=1)
-    if not (lengths > 1e-12 * max(1.0, float(np.abs(v).max()))).all():
-        raise ValueError("vertices must not repeat (an edge has zero length)")
-    nxt = np.roll(edges, -1, axis=0)
-    cross = edges[:, 0] * nxt[:, 1] - edges[:, 1] * nxt[:, 0]
-    area2 = 2.0 * signed_area(v)
+    u = v - v[0]
+    scale = float(np.abs(u).max())
+    if not scale > 0.0:
+        raise ValueError("vertices must not repeat (they are all the same point)")
+    u = u / scale
+    edges = np.roll(u, -1, axis=0) - u
+    lengths = np.hypot(edges[:, 0], edges[:, 1])
+    if not (lengths * scale > 1e-12 * max(1.0, float(np.abs(v).max()))).all():
+        raise ValueError("vertices must not repeat (an edge is shorter than 1e-12 m, or than 1e-12 "
+                         "of the vertices' distance from the origin)")
+    area2 = 2.0 * signed_area(u)
     if abs(area2) <= 1e-12 * float(lengths.max()) ** 2:
         raise ValueError("vertices enclose no area")
     if area2 < 0.0:  # clockwise: reverse into counter-clockwise order
         return convex_ccw(v[::-1].copy())
+    nxt = np.roll(edges, -1, axis=0)
+    cross = edges[:, 0] * nxt[:, 1] - edges[:, 1] * nxt[:, 0]
     turning = np.arctan2(cross, (edges * nxt).sum(axis=1)).sum()
     if (cross < -1e-12 * lengths.max() ** 2).any() or not math.isclose(turning, 2 * math.pi,
                                                                           rel_tol=1e-6):
         raise ValueError("vertices must form a convex, non-self-intersecting polygon "
                          "(split concave shapes into several colliders)")
-    return v
+    first = int(np.lexsort((v[:, 0], v[:, 1]))[0])  # least y, then least x
+    return np.roll(v, -first, axis=0)
 
 
 Shape = Plane | Disc | Sphere | Segment | Box | Polygon

@@ -93,6 +93,20 @@ class Links:
         out: np.ndarray = np.sqrt(((pos[rows[:, 1]] - pos[rows[:, 0]]) ** 2).sum(axis=1))
         return out
 
+    def rest_lengths(self, name: str, ends: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Default rest lengths (m): the current distances of the pairs (their particle
+        entities ``ends``, rows ``rows``); ValueError naming ``name`` and the particles if one
+        is not finite (the particles' squared distance overflows: they are more than about
+        1e154 m apart, where the kernels' squared lengths would overflow too)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = self.lengths(rows)
+        bad = np.flatnonzero(~np.isfinite(out))
+        if len(bad):
+            a, b = (int(e) for e in ends[bad[0]])
+            raise ValueError(f"{name}: particles {a} and {b} are too far apart for a rest length "
+                             f"(their squared distance overflows): move them closer")
+        return out
+
 
 class Pair(RowView):
     """A row that links two particle entities (``ends``): springs, distance constraints."""

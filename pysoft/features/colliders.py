@@ -415,9 +415,14 @@ class Colliders(Feature):
 
     @property
     def contacts(self) -> Contacts:
-        """Contacts of the last step as arrays (entities, normals, impulses)."""
+        """Contacts of the last step as arrays (entities, normals, impulses); those with a
+        collider removed since are left out (it is no longer there to name)."""
         P = self.ctx.store.particles
         which = P.view("contact_collider")
         rows = np.flatnonzero(which >= 0)
-        return Contacts(P.view("entity")[rows].copy(), self.reported[which[rows]].copy(),
+        colliders = self.reported[which[rows]]
+        if self._reported_version != self.table.version:  # colliders came or went since the step
+            live = np.isin(colliders, self.table.view("entity"))
+            rows, colliders = rows[live], colliders[live]
+        return Contacts(P.view("entity")[rows].copy(), colliders,
                         P.view("contact_normal")[rows].copy(), P.view("contact_impulse")[rows].copy())

@@ -300,16 +300,21 @@ class Constraints(Feature):
         to the current distance."""
         pair = pair_entities(self.ctx, a, b)
         rest = None if rest_length is None else [_validate.nonnegative("rest_length", rest_length)]
-        return self.add_distance_constraints(pair, _validate.nonnegative("compliance", compliance),
-                                             rest)[0]
+        return self._add_distances(pair, _validate.nonnegative("compliance", compliance), rest,
+                                   "rest_length")[0]
 
     def add_distance_constraints(self, pairs: Any, compliance: Any = 0.0,
                                  rest_lengths: Any = None) -> list[int]:
-        """XPBD distance constraints in bulk over (M, 2) particle entities."""
+        """XPBD distance constraints in bulk over (M, 2) particle entities; rest lengths default
+        to the current distances (ValueError naming ``rest_lengths`` if one overflows)."""
+        return self._add_distances(pairs, compliance, rest_lengths, "rest_lengths")
+
+    def _add_distances(self, pairs: Any, compliance: Any, rest_lengths: Any, rest_name: str) -> list[int]:
+        """add_distance_constraints; an error about the default rest lengths names ``rest_name``."""
         links = self.distances.links
         ends, rows = links.resolve("pairs", pairs)
         alpha = _validate.nonnegative_rows("compliance", compliance, len(ends))
-        rest = (links.lengths(rows) if rest_lengths is None
+        rest = (links.rest_lengths(rest_name, ends, rows) if rest_lengths is None
                 else _validate.nonnegative_rows("rest_lengths", rest_lengths, len(ends)))
         table = links.table
         return self.distances.add("add_distance_constraints", lambda: DistanceConstraint(table),
@@ -327,7 +332,11 @@ class Constraints(Feature):
         ends, rows = links.resolve("simplices", simplices)
         alpha = _validate.nonnegative_rows("compliance", compliance, len(ends))
         pos = self.ctx.store.particles.arrays["pos"]
-        rest = _simplex(pos, rows, dim)[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            rest = _simplex(pos, rows, dim)[0]
+        if not np.isfinite(rest).all():
+            raise ValueError("simplices: a simplex's area/volume overflows (its particles are too far "
+                             "apart)")
         span = np.ptp(pos[rows.reshape(-1)], axis=0).max() if len(rows) else 0.0
         if len(rest) and not (np.abs(rest) > 1e-12 * span**dim).all():
             raise ValueError("simplices: a simplex has zero area/volume (collinear or coplanar points)")

@@ -196,13 +196,18 @@ class BodyCollisions(Feature):
 
     @property
     def body_contacts(self) -> BodyContacts:
-        """Body contacts of the last step as arrays (see ``BodyContacts``)."""
+        """Body contacts of the last step as arrays (see ``BodyContacts``); those with a body
+        removed since are left out (it is no longer there to name)."""
         P = self.ctx.store.particles
         which = P.view("touch_body")
         rows = np.flatnonzero(which != -1)
         body = which[rows]
         bodies = np.where(body >= 0, self.reported[np.maximum(body, 0)] if len(self.reported)
                           else -1, -1) if len(rows) else np.zeros(0, dtype=np.int64)
+        B = self.ctx.store.bodies
+        if self._reported_version != B.version:  # bodies came or went since the step
+            live = (bodies < 0) | np.isin(bodies, B.view("entity"))
+            rows, bodies = rows[live], bodies[live]
         return BodyContacts(P.view("entity")[rows].copy(), bodies.astype(np.int64),
                             P.view("touch_point")[rows].copy(), P.view("touch_normal")[rows].copy(),
                             P.view("touch_impulse")[rows].copy())

@@ -178,17 +178,24 @@ class Springs(Feature):
         """
         pair = pair_entities(self.ctx, a, b)
         rest = None if rest_length is None else [_validate.nonnegative("rest_length", rest_length)]
-        return self.add_springs(pair, _validate.nonnegative("stiffness", stiffness),
-                                _validate.nonnegative("damping", damping), rest, max_strain)[0]
+        return self._add_springs(pair, _validate.nonnegative("stiffness", stiffness),
+                         _validate.nonnegative("damping", damping), rest, max_strain, "rest_length")[0]
 
     def add_springs(self, pairs: Any, stiffness: Any = 500.0, damping: Any = 2.0,
                     rest_lengths: Any = None, max_strain: Any = None) -> list[int]:
-        """Springs in bulk: ``pairs`` is (M, 2) particle entities. Returns their entities."""
+        """Springs in bulk: ``pairs`` is (M, 2) particle entities. Returns their entities.
+        Rest lengths default to the current distances (ValueError naming ``rest_lengths`` if
+        one overflows: particles more than about 1e154 m apart)."""
+        return self._add_springs(pairs, stiffness, damping, rest_lengths, max_strain, "rest_lengths")
+
+    def _add_springs(self, pairs: Any, stiffness: Any, damping: Any, rest_lengths: Any, max_strain: Any,
+                     rest_name: str) -> list[int]:
+        """add_springs; an error about the default rest lengths names ``rest_name``."""
         ends, rows = self.links.resolve("pairs", pairs)
         m = len(ends)
         params = {name: _validate.nonnegative_rows(name, value, m)
                   for name, value in (("stiffness", stiffness), ("damping", damping))}
-        rest = (self.links.lengths(rows) if rest_lengths is None
+        rest = (self.links.rest_lengths(rest_name, ends, rows) if rest_lengths is None
                 else _validate.nonnegative_rows("rest_lengths", rest_lengths, m))
         if max_strain is not None:
             params["max_strain"] = max_strain_rows(max_strain, m)
@@ -223,7 +230,11 @@ class Springs(Feature):
         if rest_areas is None:
             p = self.ctx.store.particles.arrays["pos"][rows.reshape(-1)].reshape(-1, 3, 2)
             e1, e2 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]
-            rest = 0.5 * (e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+            with np.errstate(over="ignore", invalid="ignore"):
+                rest = 0.5 * (e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+            if not np.isfinite(rest).all():
+                raise ValueError("rest_areas: a triangle's area overflows (its particles are too far "
+                                 "apart)")
         else:
             rest = _validate.per_row("rest_areas", rest_areas, m)
             if not np.isfinite(rest).all():
