@@ -94,6 +94,7 @@ def extent(name: str, points: np.ndarray) -> float:
 # kernels square sizes, and below this the square is not a normal float (about 1.5e-154 m;
 # a disc of radius 1e-200 m had r^2 = 0 and nothing ever touched it)
 MIN_SIZE = math.sqrt(sys.float_info.min)
+MAX_RADIUS = math.sqrt(sys.float_info.max) / 4  # m: two radii added and squared stay finite
 
 
 def size(name: str, value: Any) -> float:
@@ -236,6 +237,15 @@ def nonnegative_rows(name: str, value: Any, count: int) -> np.ndarray:
     out = per_row(name, value, count)
     if not np.isfinite(out).all() or (out < 0).any():
         raise ValueError(f"{name} must be finite and >= 0")
+    return out
+
+
+def radius_rows(name: str, value: Any, count: int) -> np.ndarray:
+    """A scalar or ``count`` particle radii, each in [0, MAX_RADIUS] (the kernels square the
+    sum of two)."""
+    out = nonnegative_rows(name, value, count)
+    if (out > MAX_RADIUS).any():
+        raise ValueError(f"{name} must be <= {MAX_RADIUS:.3g} m (the square of two added overflows)")
     return out
 
 

@@ -646,3 +646,18 @@ def test_body_contacts_never_name_a_removed_body(backend: str) -> None:
     assert low not in w.body_contacts.bodies.tolist()
     contacts = w.body_contacts
     assert len({len(contacts.particles), len(contacts.points), len(contacts.impulses)}) == 1
+
+
+def test_a_particle_radius_whose_square_overflows_is_refused(backend: str) -> None:
+    """The kernels square the sum of two radii: a radius beyond MAX_RADIUS (about 3.4e153 m)
+    is refused, naming the argument; the world is unchanged."""
+    w = pysoft.World(backend=backend)
+    p = w.add_particle((0.0, 1.0), radius=pysoft._validate.MAX_RADIUS)  # the largest accepted
+    before = fingerprint(w)
+    for call, name in ((lambda: w.add_particle((0.0, 0.0), radius=1e200), "radius"),
+                       (lambda: w.add_particles(np.zeros((2, 2)), radii=[0.1, 1e300]), "radii")):
+        with pytest.raises(ValueError, match=name):
+            call()
+        assert fingerprint(w) == before
+    w.step()
+    assert np.isfinite(w.particle(p).position).all()

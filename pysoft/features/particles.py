@@ -306,7 +306,7 @@ class Particles(Feature):
         pos = _validate.vector("position", position, dim)
         vel = np.zeros(dim) if velocity is None else _validate.vector("velocity", velocity, dim)
         return int(self.add(pos[None], vel[None], np.array([_validate.mass("mass", mass)]),
-                            np.array([_validate.nonnegative("radius", radius)]),
+                            _validate.radius_rows("radius", radius, 1),
                             np.array([_validate.flag("pinned", pinned)]),
                             _validate.bits_rows("category", category, 1),
                             _validate.bits_rows("mask", mask, 1))[0])
@@ -323,7 +323,7 @@ class Particles(Feature):
         m = _validate.per_row("masses", masses, n)
         if np.isnan(m).any() or (m < _validate.MIN_MASS).any():
             raise ValueError(f"masses must be >= {_validate.MIN_MASS:g} kg (inf for immovable)")
-        r = _validate.nonnegative_rows("radii", radii, n)
+        r = _validate.radius_rows("radii", radii, n)
         pin = np.asarray(pinned)
         if pin.dtype != bool or pin.ndim > 1 or (pin.ndim == 1 and len(pin) != n):
             raise ValueError(f"pinned must be a bool or {n} bools")
