@@ -3,9 +3,9 @@
 A game server with a world per room, a tuning script or a trainer with hundreds of small
 worlds steps them all every frame. ``step_many(worlds, frames, threads=...)`` gives each world
 exactly what ``frames`` calls of its own ``step()`` would (bit for bit: the same passes in the
-same order, and the same Python work around them), but runs the passes of every world that
-can run a frame in one call of the C core (``pysoft._frame``) in one foreign call for all of
-them, ``ps_run_worlds``, with the GIL released: each world on one thread, the worlds handed
+same order, and the same Python work around them), but runs the passes of the worlds that
+can run a frame in one call of the C core (``pysoft._frame``) in one foreign call for 16 of
+them at a time, ``ps_run_worlds``, with the GIL released: each world on one thread, the worlds handed
 to up to ``threads`` threads of the core's pool, whichever thread runs a world giving the
 same bits. Within that call a world runs all its frames one after another when nothing
 needs Python between them (no spring that may tear, no pusher to aim: ``Feature.repeats``),
@@ -13,7 +13,8 @@ with the copies and fills its next frame's start makes (``Frame.between``, the
 FrameStart's copies) done in C; it stops after a frame whose scan found an unstable
 particle, and Python reports it as ``step()`` would. The other worlds (the NumPy backend,
 or systems of the user's, which run Python inside the frame) are stepped on the calling
-thread in list order.
+thread in list order. So is every world when a call steps one frame: a small world's frame is
+mostly the Python around its passes, which runs on one thread however its passes are run.
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ def _checked(worlds: Any) -> list[World]:
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
     """Step every world of ``worlds`` by ``frames`` frames of its own ``dt``, each exactly as
-    ``frames`` calls of its ``step()`` would (bit for bit), the C backend's worlds in one call of
-    the C core on up to ``threads`` threads (1 to MAX_THREADS) with the GIL released; worlds of
-    the NumPy backend or with systems of the user's are stepped on the calling thread, in list
-    order. Every world is checked, and held against use from other threads, before any is
+    ``frames`` calls of its ``step()`` would (bit for bit). With several frames, the C backend's
+    worlds run in calls of the C core on up to ``threads`` threads (1 to MAX_THREADS) with the
+    GIL released, 16 worlds a call, each world's frames one after another in C where nothing
+    needs Python between them; worlds of the NumPy backend or with systems of the user's, and
+    every world when ``frames`` is 1, are stepped by their ``step()`` on the calling thread, in
+    list order. Every world is checked, and held against use from other threads, before any is
     stepped: ValueError for a non-world, a world listed twice or a closed world,
     ConcurrentUseError for a world another thread is using. A world whose frame raises (an
     InstabilityError) stops there; the others complete, and then StepManyError says which
@@ -113,9 +116,10 @@ def _run(worlds: list[World], frames: int, threads: int) -> dict[int, BaseExcept
         return errors
     batched = []
     for i, w in enumerate(worlds):  # the worlds Python steps: one after another, in list order
-        # (with one thread and one frame, batching the C calls gains nothing: each world's
-        # step() is what step_many would do, and in one pass over its memory)
-        if w._frame is None or w._systems != w._stages or (threads == 1 and frames == 1):
+        # (one frame of each world is its step(): batching the worlds' passes gains nothing
+        # on one thread, and on two it measured slower with small worlds, whose frames are
+        # mostly the Python around the passes, which runs on one thread anyway)
+        if w._frame is None or w._systems != w._stages or frames == 1:
             _, error = _attempt(functools.partial(_steps, w, frames))
             if error is not None:
                 errors[i] = error
