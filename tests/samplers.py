@@ -203,13 +203,19 @@ def _collide_args(rng: np.random.Generator, n: int, dim: int, shapes_: list[Any]
     return {"pos": p["pos"], "vel": p["vel"],  # a report from earlier substeps, or a new one (clear)
             "contact_collider": rng.integers(-1, k, n).astype(np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": rng.uniform(0.0, 0.1, n),
-            "support": vec(rng, n, dim), "prev_pos": prev,
+            "support": vec(rng, n, dim), "stuck": rng.integers(0, 2, n).astype(np.int32),
+            "prev_pos": prev,
             "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
             **colliders, "angular_velocity": angular,
             "velocity": rng.normal(0.0, 1.0, (k, dim)) if moving else np.zeros((k, dim)),
-            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": frictions(rng, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
             "rest_speed": 0.25, "threads": int(rng.integers(1, 4)), "clear": int(rng.integers(0, 2))}
+
+
+def frictions(rng: np.random.Generator, k: int) -> np.ndarray:
+    """Coulomb coefficients of ``k`` colliders, about a third of them frictionless."""
+    return np.where(rng.random(k) < 0.3, 0.0, rng.uniform(0.0, 1.5, k))
 
 
 def sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -349,7 +355,9 @@ def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     dirs[2] = -dirs[0]
     support = dirs[rng.integers(0, 4, n)] * (rng.random(n) < 0.5)[:, None]
     support[rng.random(n) < 0.2] = dirs[0]  # many held from one side
-    return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support,
+    held = (support != 0.0).any(axis=1)
+    stuck = (held & (rng.random(n) < 0.6)).astype(np.int32)  # static friction holds some
+    return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support, "stuck": stuck,
             "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
 
 
@@ -534,13 +542,14 @@ def sample_edge_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str,
     support = np.where(rng.random((n, 1)) < 0.2, rng.normal(0.0, 1.0, (n, dim)), 0.0)
     return {"pos": pos, "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "support": support,
+            "stuck": rng.integers(0, 2, n).astype(np.int32),
             "edge_near": np.zeros(len(rows), dtype=np.int32), "prev_pos": prev,
             "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.03, n), 0.0),
             "mass": p["mass"], "inv_mass": p["inv_mass"], "outline": rows,
             "outline_start": starts, "outline_count": counts, "body_flags": flags,
             **{key: v for key, v in colliders.items() if key != "grow"}, "velocity": velocity,
             "angular_velocity": angular, "restitution": rng.uniform(0.0, 1.0, k),
-            "friction": rng.uniform(0.0, 1.5, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
+            "friction": frictions(rng, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
             "iterations": 2, "reverse": int(rng.integers(0, 2)), "h": h, "rest_speed": 0.25}
 
 

@@ -278,23 +278,28 @@ def test_the_xpbd_velocity_update_moves_at_most_the_correction_cap_from_the_velo
 ])
 def test_the_settle_leaves_a_body_held_from_opposite_sides_alone(
         backend: str, normals: tuple[tuple[float, float], ...], squeezed: bool) -> None:
-    """settle_mass: a held particle (nonzero support) is immovable in the settle solve; every
-    member of a body whose held members' contact normals are more than 120 degrees apart is
-    too (it sits the solve out); particles of other bodies keep their inverse mass. The last
-    but one case has no held normal opposed to the first one's: the pair at +-63 degrees is."""
+    """settle_mass: a particle static friction holds (stuck) is immovable in the settle solve,
+    one a collider holds only along its normal (a support, not stuck: row 1 of body 0) is not;
+    every member of a body whose held members' contact normals are more than 120 degrees apart
+    is immovable too (it sits the solve out), stuck or not; particles of other bodies keep
+    their inverse mass. The last but one case has no held normal opposed to the first one's:
+    the pair at +-63 degrees is."""
     from pysoft import _kernels
     n, held = 8, len(normals)
     support = np.zeros((n, 2))
     support[1 : 1 + held] = normals  # body 0: rows 0..5, its held ones from row 1
     support[7] = (0.0, -1.0)  # body 1 (rows 6, 7), held from one side
+    stuck = np.zeros(n, dtype=np.int32)
+    stuck[2 : 1 + held] = 1  # row 1 slides (or its collider has no friction)
+    stuck[7] = 1
     inv_mass = np.linspace(1.0, 2.0, n)
     out = np.full(n, np.nan)
     members = np.array([0, 1, 2, 3, 4, 5, 6, 7], dtype=np.int32)
-    _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, inv_mass=inv_mass,
-                   members=members, body_start=np.array([0, 6], dtype=np.int32),
+    _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, stuck=stuck,
+                   inv_mass=inv_mass, members=members, body_start=np.array([0, 6], dtype=np.int32),
                    body_count=np.array([6, 2], dtype=np.int32)).call(n, 2, 2)
     rows = np.arange(6)
-    body = np.where((rows >= 1) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
+    body = np.where((rows >= 2) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
     assert out.tolist() == [*body.tolist(), inv_mass[6], 0.0]
 
 

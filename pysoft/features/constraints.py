@@ -55,7 +55,8 @@ register(
            ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"),
            index_args=(("pairs", "n"),), check=_check_batches("pairs")),
     Kernel("settle_mass", "constraints",
-           (Arg("settle_inv_mass", _S), Arg("support", _P), Arg("inv_mass", _S),
+           (Arg("settle_inv_mass", _S), Arg("support", _P), Arg("stuck", _S, np.int32),
+            Arg("inv_mass", _S),
             Arg("members", ("e",), np.int32), Arg("body_start", ("b",), np.int32),
             Arg("body_count", ("b",), np.int32)),
            ("n", "b", "dim"), (), ("settle_inv_mass",), check=check_ranges("members", any_dim=True)),
@@ -117,7 +118,7 @@ class _Solver:
                    "compliance": T.arrays["compliance"], "order": self.batches.order,
                    "batch_start": self.batches.start}
         self.solve = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["inv_mass"], **rest_of)
-        # the settle solve: particles a collider holds this substep count as immovable
+        # the settle solve: particles static friction holds this substep count as immovable
         self.settle = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["settle_inv_mass"],
                                **rest_of)
 
@@ -167,16 +168,21 @@ class _ConstraintTerm:
 
 
 class _SettleTerm:
-    """After the collide stage, the constraints are solved again with the particles a collider
-    holds in this substep (a nonzero ``support``) immovable.
+    """After the collide stage, the constraints are solved again with the particles static
+    friction holds in this substep (``stuck``) immovable.
+
+    A particle a collider holds only along its normal (a frictionless or a sliding contact)
+    keeps its inverse mass: immovable, it took the tangential part of its constraints'
+    corrections from the collider, a force along the surface that no frictionless contact
+    exerts, and an XPBD body resting on a frictionless floor slid away (0.75 m/s after 10 s).
+    Skipped when static friction holds no particle.
 
     Static friction puts a held particle back where the substep began, after the constraint
     solve had moved it; its neighbours kept their share of that correction (and, following
     it, velocity). Left to the next substep, the constraint would pull them back, and back
     again: a substep-long cycle of corrections that keeps a resting XPBD ring rocking at
     0.1 m/s. Solved again at once around the held particles, the constraints end the
-    substep satisfied and the velocities consistent with the positions. Skipped when no
-    particle is held.
+    substep satisfied and the velocities consistent with the positions.
 
     A body held from opposite sides (two of its held particles' contact normals more than
     120 degrees apart: pressed between a plate and the floor, or between two walls) sits the
@@ -205,7 +211,7 @@ class _SettleTerm:
             a = self.P.arrays
             self.bodies = B
             self.mass = self.ctx.bind("settle_mass", settle_inv_mass=a["settle_inv_mass"],
-                                      support=a["support"], inv_mass=a["inv_mass"],
+                                      support=a["support"], stuck=a["stuck"], inv_mass=a["inv_mass"],
                                       members=members.arrays["rows"], body_start=B.arrays["member_start"],
                                       body_count=B.arrays["member_count"])
         return self.mass
@@ -215,7 +221,7 @@ class _SettleTerm:
         live = self.term.live()
         if not (live and self.ctx.store.colliders.n):
             return
-        if not P.view("support").any():
+        if not P.view("stuck").any():
             return
         mass(P.n, self.bodies.n, self.ctx.dim)
         self.runs += 1
@@ -291,7 +297,7 @@ class Constraints(Feature):
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
-        # the settle solve's inverse masses: 0 for a particle a collider holds (workspace)
+        # the settle solve's inverse masses: 0 for a particle static friction holds (workspace)
         return {"settle_inv_mass": Field((), np.float64)}
 
     def add_distance_constraint(self, a: int, b: int, compliance: float = 0.0,
