@@ -126,7 +126,10 @@ def sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str
     # the corrections left half the velocities within 3 m/s of (x - p) / h, half far from it
     near = rng.random(n) < 0.5
     vel = np.where(near[:, None], (s["pos"] - prev) / s["h"] + vec(rng, n, dim, 1.0), s["vel"])
-    return {"vel": vel, "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"], "h": s["h"]}
+    # what the caps withheld: nothing for most, up to several m/s for some
+    withheld = vec(rng, n, dim, 3.0) * (rng.random(n) < 0.3)[:, None]
+    return {"vel": vel, "pos": s["pos"], "prev_pos": prev, "withheld": withheld,
+            "inv_mass": s["inv_mass"], "h": s["h"]}
 
 
 def sample_shapes(rng: np.random.Generator, dim: int) -> list[Any]:
@@ -320,8 +323,8 @@ def sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str
         same = pairs[:, 0] == pairs[:, 1]
         pairs[same, 1] = (pairs[same, 0] + 1) % n
         s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
-    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
-            "inv_mass": s["inv_mass"], "pairs": pairs,
+    return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "pairs": pairs,
             "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
                 rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs), "h": s["h"]}
 
@@ -334,8 +337,8 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     rest = _simplex(s["pos"], simplices, dim)[0] * rng.uniform(0.8, 1.2, m)
     if m:
         s["pos"][simplices[0]] = s["pos"][simplices[0][0]]  # a collapsed simplex: no gradient
-    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
-            "inv_mass": s["inv_mass"], "simplices": simplices,
+    return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "simplices": simplices,
             "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
             **colored(simplices), "h": s["h"]}
 

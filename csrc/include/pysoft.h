@@ -89,15 +89,15 @@ void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
                      const double *force, const double *inv_mass,
                      int n, int dim, double h);
 void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
-                      const double *inv_mass, int n, int dim, double h);
+                      const double *withheld, const double *inv_mass, int n, int dim, double h);
 
 /* constraints.c */
-void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
-                      const int32_t *pairs, const double *rest_length,
+void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
+                      const double *inv_mass, const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h);
-void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_mass,
-                    const int32_t *simplices, const double *rest_volume,
+void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
+                    const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h);
 void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
