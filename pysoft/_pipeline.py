@@ -300,7 +300,7 @@ class Integrate(Stage):
 
 class Constraints(Stage):
     """XPBD constraints (velocities follow the corrections); with the "xpbd" integrator, then
-    the velocity update v = (x - p) / h.
+    the velocity update v = (x - p) / h, less the velocity the corrections' caps withheld.
 
     The velocity update runs here, before collisions, so that the collide
     stage's restitution and friction act on the final velocities (see the

@@ -126,7 +126,10 @@ def sample_xpbd_velocity(rng: np.random.Generator, n: int, dim: int) -> dict[str
     # the corrections left half the velocities within 3 m/s of (x - p) / h, half far from it
     near = rng.random(n) < 0.5
     vel = np.where(near[:, None], (s["pos"] - prev) / s["h"] + vec(rng, n, dim, 1.0), s["vel"])
-    return {"vel": vel, "pos": s["pos"], "prev_pos": prev, "inv_mass": s["inv_mass"], "h": s["h"]}
+    # what the caps withheld: nothing for most, up to several m/s for some
+    withheld = vec(rng, n, dim, 3.0) * (rng.random(n) < 0.3)[:, None]
+    return {"vel": vel, "pos": s["pos"], "prev_pos": prev, "withheld": withheld,
+            "inv_mass": s["inv_mass"], "h": s["h"]}
 
 
 def sample_shapes(rng: np.random.Generator, dim: int) -> list[Any]:
@@ -203,13 +206,19 @@ def _collide_args(rng: np.random.Generator, n: int, dim: int, shapes_: list[Any]
     return {"pos": p["pos"], "vel": p["vel"],  # a report from earlier substeps, or a new one (clear)
             "contact_collider": rng.integers(-1, k, n).astype(np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": rng.uniform(0.0, 0.1, n),
-            "support": vec(rng, n, dim), "prev_pos": prev,
+            "support": vec(rng, n, dim), "stuck": rng.integers(0, 2, n).astype(np.int32),
+            "prev_pos": prev,
             "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
             **colliders, "angular_velocity": angular,
             "velocity": rng.normal(0.0, 1.0, (k, dim)) if moving else np.zeros((k, dim)),
-            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": frictions(rng, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
             "rest_speed": 0.25, "threads": int(rng.integers(1, 4)), "clear": int(rng.integers(0, 2))}
+
+
+def frictions(rng: np.random.Generator, k: int) -> np.ndarray:
+    """Coulomb coefficients of ``k`` colliders, about a third of them frictionless."""
+    return np.where(rng.random(k) < 0.3, 0.0, rng.uniform(0.0, 1.5, k))
 
 
 def sample_radial_gravity(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -314,8 +323,8 @@ def sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str
         same = pairs[:, 0] == pairs[:, 1]
         pairs[same, 1] = (pairs[same, 0] + 1) % n
         s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
-    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
-            "inv_mass": s["inv_mass"], "pairs": pairs,
+    return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "pairs": pairs,
             "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
                 rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs), "h": s["h"]}
 
@@ -328,8 +337,8 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     rest = _simplex(s["pos"], simplices, dim)[0] * rng.uniform(0.8, 1.2, m)
     if m:
         s["pos"][simplices[0]] = s["pos"][simplices[0][0]]  # a collapsed simplex: no gradient
-    return {"pos": s["pos"], "vel": s["vel"], "lambda": rng.normal(0.0, 1e-3, m),
-            "inv_mass": s["inv_mass"], "simplices": simplices,
+    return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "simplices": simplices,
             "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
             **colored(simplices), "h": s["h"]}
 
@@ -349,7 +358,9 @@ def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     dirs[2] = -dirs[0]
     support = dirs[rng.integers(0, 4, n)] * (rng.random(n) < 0.5)[:, None]
     support[rng.random(n) < 0.2] = dirs[0]  # many held from one side
-    return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support,
+    held = (support != 0.0).any(axis=1)
+    stuck = (held & (rng.random(n) < 0.6)).astype(np.int32)  # static friction holds some
+    return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support, "stuck": stuck,
             "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
 
 
@@ -534,13 +545,14 @@ def sample_edge_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str,
     support = np.where(rng.random((n, 1)) < 0.2, rng.normal(0.0, 1.0, (n, dim)), 0.0)
     return {"pos": pos, "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n), "support": support,
+            "stuck": rng.integers(0, 2, n).astype(np.int32),
             "edge_near": np.zeros(len(rows), dtype=np.int32), "prev_pos": prev,
             "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.03, n), 0.0),
             "mass": p["mass"], "inv_mass": p["inv_mass"], "outline": rows,
             "outline_start": starts, "outline_count": counts, "body_flags": flags,
             **{key: v for key, v in colliders.items() if key != "grow"}, "velocity": velocity,
             "angular_velocity": angular, "restitution": rng.uniform(0.0, 1.0, k),
-            "friction": rng.uniform(0.0, 1.5, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
+            "friction": frictions(rng, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
             "iterations": 2, "reverse": int(rng.integers(0, 2)), "h": h, "rest_speed": 0.25}
 
 

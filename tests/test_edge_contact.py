@@ -225,6 +225,7 @@ def _one_edge(pos: list[list[float]], prev: list[list[float]], inv_mass: list[fl
     return {"pos": np.array(pos, dtype=float), "vel": np.array(vel, dtype=float),
             "contact_collider": np.full(3, -1, dtype=np.int32), "contact_normal": np.zeros((3, 2)),
             "contact_impulse": np.zeros(3), "support": np.zeros((3, 2)),
+            "stuck": np.zeros(3, dtype=np.int32),
             "edge_near": np.zeros(3, dtype=np.int32), "prev_pos": np.array(prev, dtype=float),
             "radius": np.zeros(3), "mass": mass, "inv_mass": inv,
             "outline": np.array([0, 1, 2], dtype=np.int32), "outline_start": np.zeros(1, np.int32),
@@ -289,6 +290,19 @@ def test_kinetic_friction_slows_the_edge_point(backend: str) -> None:
     _call(backend, args)
     point = (1 - t) * args["vel"][0] + t * args["vel"][1]
     assert np.allclose(point, [0.8, 0.0], rtol=0, atol=1e-12)
+    assert args["stuck"].tolist() == [0, 0, 0]  # sliding: static friction holds neither end
+
+
+@pytest.mark.parametrize(("friction", "slide", "stuck"), [(0.5, 0.1, 1), (0.2, 1.0, 0), (0.0, 0.0, 0)])
+def test_static_friction_marks_the_edge_ends_stuck(backend: str, friction: float, slide: float,
+                                                   stuck: int) -> None:
+    """As above, the edge sliding at ``slide`` m/s: static friction (0.1 <= 0.5 x 1 m/s) marks
+    both ends stuck (the XPBD settle holds them along the surface); sliding past it (1 > 0.2)
+    marks neither, and neither does a frictionless disc, even where the slip is exactly 0."""
+    args = _one_edge(TRIANGLE, TRIANGLE, [1.0, 1.0, 1.0], [[slide, 1.0], [slide, 1.0], [0.0, 0.0]],
+                     pysoft.Disc((0.2, 0.03), 0.05), friction=friction)
+    assert _call(backend, args) == 1
+    assert args["stuck"].tolist() == [stuck, stuck, 0]
 
 
 @pytest.mark.parametrize("start_y", [-0.1, 0.1, 0.2])
@@ -349,5 +363,5 @@ def test_the_kernel_does_nothing_in_3d(backend: str) -> None:
     before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
     assert _kernels.call("edge_collide", backend, *scalars_of("edge_collide", args),
                          **arrays_of("edge_collide", args)) == 0
-    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"):
+    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"):
         assert np.array_equal(args[name], before[name])

@@ -70,7 +70,7 @@ def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
         for _ in range(100):
             before, settled, recollided = _calls(counter), settle.runs, again.runs
             w.step()
-            # the constraints' settle solve runs in the substeps where a collider holds a
+            # the constraints' settle solve runs in the substeps where static friction holds a
             # particle: its inverse masses, then 2 iterations x (distance + area) each time;
             # then (and when the outline edges' contacts moved particles) the particles meet
             # the colliders again

@@ -276,11 +276,13 @@ def test_the_twins_scatter_add_is_np_add_at_bit_for_bit() -> None:
         assert want[~nan].tobytes() == got[~nan].tobytes(), trial
 
 
+@pytest.mark.parametrize("friction", [0.5, 0.0])
 @pytest.mark.parametrize("tilt", [0.0, 0.3])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_particles_resting_on_one_floor_match_the_twin(seed: int, tilt: float) -> None:
+def test_particles_resting_on_one_floor_match_the_twin(seed: int, tilt: float, friction: float) -> None:
     """A single still floor (level, or tilted by 0.3 rad and offset, where a particle pushed
-    out by its depth can land a rounding inside) and 2,000 particles on and near it in every
+    out by its depth can land a rounding inside; with friction, or frictionless, where static
+    friction holds nothing: none is stuck) and 2,000 particles on and near it in every
     state its contact can be in: resting just inside it (slipping or held by static
     friction), inside it and moving away, arriving fast (bouncing), deep inside (the push-out
     speed limits them), clear of it, immovable; shuffled, so the x86-64-v3 build's
@@ -314,12 +316,13 @@ def test_particles_resting_on_one_floor_match_the_twin(seed: int, tilt: float) -
     mass = rng.uniform(0.5, 2.0, n)
     args.update(pos=pos, vel=vel, prev_pos=prev, radius=radius, mass=mass,
                 inv_mass=np.where(rng.random(n) < 0.05, 0.0, 1.0 / mass),
-                friction=np.array([0.5]), threads=1, clear=seed % 2)
+                friction=np.array([friction]), threads=1, clear=seed % 2)
     out = {backend: _copy(args) for backend in ("c", "python")}
     counts = {backend: _run("collide", backend, out[backend]) for backend in out}
     assert counts["c"] == counts["python"] > n // 2
-    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"):
+    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"):
         assert out["c"][name].tobytes() == out["python"][name].tobytes(), name
+    assert bool(out["c"]["stuck"].any()) == (friction > 0.0)
 
 
 @pytest.mark.parametrize("dim", [2, 3])
@@ -329,7 +332,7 @@ def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int)
     walls: the search in the world frame, samplers' mixed colliders never take it): rotated and
     offset planes, particles deep inside one at the substep's start (pushed out at the push-out
     speed), resting on one, arriving fast, in a corner between two. C and twin bit for bit."""
-    from samplers import collider_arrays, particles
+    from samplers import collider_arrays, frictions, particles
 
     from pysoft import shapes
 
@@ -344,10 +347,10 @@ def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int)
     prev[: n // 4] = p["pos"][: n // 4] + rng.normal(0.0, 0.002, (n // 4, dim))  # slow: resting or deep
     args = {"pos": p["pos"], "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
             "contact_normal": np.zeros((n, dim)), "contact_impulse": np.zeros(n),
-            "support": np.zeros((n, dim)), "prev_pos": prev, "radius": rng.uniform(0.0, 0.05, n),
-            "mass": p["mass"], "inv_mass": p["inv_mass"], **colliders,
-            "velocity": np.zeros((k, dim)), "angular_velocity": np.zeros((k, 3)),
-            "restitution": rng.uniform(0.0, 1.0, k), "friction": rng.uniform(0.0, 1.5, k),
+            "support": np.zeros((n, dim)), "stuck": np.zeros(n, dtype=np.int32), "prev_pos": prev,
+            "radius": rng.uniform(0.0, 0.05, n), "mass": p["mass"], "inv_mass": p["inv_mass"],
+            **colliders, "velocity": np.zeros((k, dim)), "angular_velocity": np.zeros((k, 3)),
+            "restitution": rng.uniform(0.0, 1.0, k), "friction": frictions(rng, k),
             "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h), "iterations": dim, "h": h,
             "rest_speed": 0.25, "threads": 1, "clear": seed % 2}
     deep = (p["pos"][:, 1] < -0.5 - 0.01).sum()
@@ -355,5 +358,5 @@ def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int)
     out = {backend: _copy(args) for backend in ("c", "python")}
     counts = {backend: _run("collide", backend, out[backend]) for backend in out}
     assert counts["c"] == counts["python"] > 0
-    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"):
+    for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"):
         assert out["c"][name].tobytes() == out["python"][name].tobytes(), name

@@ -247,23 +247,25 @@ def test_a_cloth_spawned_over_a_disc_comes_to_rest() -> None:
 
 
 @pytest.mark.parametrize("backend", ["c", "python"])
-def test_the_xpbd_velocity_update_moves_at_most_the_correction_cap_from_the_velocity(backend: str) -> None:
-    """Integrator "xpbd" sets v = (x - p) / h after the constraints, but no further than
-    MAX_CORRECTION_SPEED (3 m/s) from the velocity their corrections left (each correction's
-    own velocity change has that cap): a particle whose positions moved by 2 m/s more than
-    its velocity gets v = (x - p) / h exactly; one 5 m/s off (3, 4) gets 3 m/s of it, along
-    it; an immovable one keeps its velocity."""
+def test_the_xpbd_velocity_update_is_the_position_change_less_what_the_caps_withheld(backend: str) -> None:
+    """Integrator "xpbd" sets v = (x - p) / h - withheld after the constraints, where withheld
+    is the velocity the corrections' caps kept back: a particle with nothing withheld gets
+    (x - p) / h exactly, however far from its velocity (5 m/s: there is no cap per particle,
+    which gave the particles of one correction different shares and moved the body's momentum);
+    one with (1, -2) m/s withheld gets (x - p) / h less that; an immovable one keeps its
+    velocity."""
     from pysoft import _kernels
-    from pysoft._constants import MAX_CORRECTION_SPEED
 
     h = 1.0 / 480.0
     prev = np.zeros((3, 2))
     vel = np.array([[1.0, 0.0], [1.0, 0.0], [7.0, 7.0]])
-    pos = prev + h * np.array([[3.0, 0.0], [4.0, 4.0], [0.0, 0.0]])
+    pos = prev + h * np.array([[4.0, 4.0], [4.0, 4.0], [0.0, 0.0]])
+    withheld = np.array([[0.0, 0.0], [1.0, -2.0], [5.0, 5.0]])
     inv_mass = np.array([1.0, 1.0, 0.0])
-    _kernels.call("xpbd_velocity", backend, h, vel=vel, pos=pos, prev_pos=prev, inv_mass=inv_mass)
-    assert vel[0] == pytest.approx((pos[0] - prev[0]) / h, abs=1e-12)
-    assert vel[1] == pytest.approx([1.0 + MAX_CORRECTION_SPEED * 0.6, MAX_CORRECTION_SPEED * 0.8], abs=1e-12)
+    _kernels.call("xpbd_velocity", backend, h, vel=vel, pos=pos, prev_pos=prev, withheld=withheld,
+                  inv_mass=inv_mass)
+    assert vel[0].tolist() == ((pos[0] - prev[0]) * (1.0 / h)).tolist()
+    assert vel[1] == pytest.approx([3.0, 6.0], abs=1e-12)
     assert vel[2].tolist() == [7.0, 7.0]
 
 
@@ -278,23 +280,28 @@ def test_the_xpbd_velocity_update_moves_at_most_the_correction_cap_from_the_velo
 ])
 def test_the_settle_leaves_a_body_held_from_opposite_sides_alone(
         backend: str, normals: tuple[tuple[float, float], ...], squeezed: bool) -> None:
-    """settle_mass: a held particle (nonzero support) is immovable in the settle solve; every
-    member of a body whose held members' contact normals are more than 120 degrees apart is
-    too (it sits the solve out); particles of other bodies keep their inverse mass. The last
-    but one case has no held normal opposed to the first one's: the pair at +-63 degrees is."""
+    """settle_mass: a particle static friction holds (stuck) is immovable in the settle solve,
+    one a collider holds only along its normal (a support, not stuck: row 1 of body 0) is not;
+    every member of a body whose held members' contact normals are more than 120 degrees apart
+    is immovable too (it sits the solve out), stuck or not; particles of other bodies keep
+    their inverse mass. The last but one case has no held normal opposed to the first one's:
+    the pair at +-63 degrees is."""
     from pysoft import _kernels
     n, held = 8, len(normals)
     support = np.zeros((n, 2))
     support[1 : 1 + held] = normals  # body 0: rows 0..5, its held ones from row 1
     support[7] = (0.0, -1.0)  # body 1 (rows 6, 7), held from one side
+    stuck = np.zeros(n, dtype=np.int32)
+    stuck[2 : 1 + held] = 1  # row 1 slides (or its collider has no friction)
+    stuck[7] = 1
     inv_mass = np.linspace(1.0, 2.0, n)
     out = np.full(n, np.nan)
     members = np.array([0, 1, 2, 3, 4, 5, 6, 7], dtype=np.int32)
-    _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, inv_mass=inv_mass,
-                   members=members, body_start=np.array([0, 6], dtype=np.int32),
+    _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, stuck=stuck,
+                   inv_mass=inv_mass, members=members, body_start=np.array([0, 6], dtype=np.int32),
                    body_count=np.array([6, 2], dtype=np.int32)).call(n, 2, 2)
     rows = np.arange(6)
-    body = np.where((rows >= 1) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
+    body = np.where((rows >= 2) & (rows <= held), 0.0, inv_mass[:6]) * (not squeezed)
     assert out.tolist() == [*body.tolist(), inv_mass[6], 0.0]
 
 

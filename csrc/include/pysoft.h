@@ -89,18 +89,19 @@ void ps_xpbd_predict(double *pos, double *prev_pos, double *vel,
                      const double *force, const double *inv_mass,
                      int n, int dim, double h);
 void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
-                      const double *inv_mass, int n, int dim, double h);
+                      const double *withheld, const double *inv_mass, int n, int dim, double h);
 
 /* constraints.c */
-void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
-                      const int32_t *pairs, const double *rest_length,
+void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
+                      const double *inv_mass, const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h);
-void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_mass,
-                    const int32_t *simplices, const double *rest_volume,
+void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
+                    const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h);
-void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
+void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
+                    const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim);
 void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass,
@@ -112,7 +113,7 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
-               const double *prev_pos, const double *radius, const double *mass,
+               int32_t *stuck, const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
                const double *angular_velocity, const double *restitution,
@@ -125,9 +126,9 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
 
 /* edges.c */
 int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,
-                    double *contact_impulse, double *support, int32_t *edge_near,
-                    const double *prev_pos, const double *radius, const double *mass,
-                    const double *inv_mass, const int32_t *outline,
+                    double *contact_impulse, double *support, int32_t *stuck,
+                    int32_t *edge_near, const double *prev_pos, const double *radius,
+                    const double *mass, const double *inv_mass, const int32_t *outline,
                     const int32_t *outline_start, const int32_t *outline_count,
                     const int32_t *body_flags, const int32_t *kind, const double *center,
                     const double *rotation, const double *velocity,

@@ -81,7 +81,18 @@
  * call with `clear` (a frame's first substep) resets to -1 and 0 first; and
  * `support` holds the normal of the particle's last contact in this substep
  * (zero if none): the body contacts that follow never push a particle into
- * the collider it rests on (a collider does not give way).
+ * the collider it rests on (a collider does not give way); `stuck` is 1 for a
+ * particle whose slip static friction undid in this substep (a collider with
+ * friction > 0: at friction 0, |vt| <= 0 takes the static branch only when vt is
+ * exactly 0, and nothing holds the particle along the surface), 0 for the others.
+ *
+ * Momentum: a collider changes a particle's momentum by its normal impulse and,
+ * where the material has friction, by Coulomb's bounded tangential one; on a
+ * frictionless collider (friction 0, no tangential damping) nothing acts along
+ * the surface. `stuck` tells the XPBD settle solve (constraints.c) which
+ * particles a collider holds along the surface too: a particle held only
+ * along its normal must stay free to slide, or the settle's corrections push
+ * the body along the floor.
  *
  * Loop order: particles outer, iterations, colliders in index order, faces
  * in index order; dot products sum components left to right. The NumPy twin
@@ -494,8 +505,8 @@ PS_INLINE double plane_pushout(double depth, const double *pw, const double *p0,
  * canonical scene's collide stage 168 against 205 us at 100k, 14.5 against 15.5 at 10k). */
 PS_INLINE int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_collider,
                                  double *contact_normal, double *contact_impulse, double *support,
-                                 const double *prev_pos, const double *radius, const double *mass,
-                                 const double *pw, const double *center, const double *velocity,
+                                 int32_t *stuck, const double *prev_pos, const double *radius,
+                                 const double *mass, const double *pw, const double *center, const double *velocity,
                                  const double *angular_velocity, double friction, double keep,
                                  const int *todo, int lanes, double h, double rest_speed,
                                  int *contacts)
@@ -572,7 +583,7 @@ PS_INLINE int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_c
     store_two_rows(vel, 2 * i1, 2 * i3, _mm256_unpackhi_pd(gx, gy));
     double add[4];
     _mm256_storeu_pd(add, _mm256_mul_pd(_mm256_set_pd(mass[i3], mass[i2], mass[i1], mass[i0]), dvn));
-    int went = _mm256_movemask_pd(approach);
+    int went = _mm256_movemask_pd(approach), held = friction > 0.0 ? _mm256_movemask_pd(slide) : 0;
     for (int e = 0; e < lanes; e++) {
         if (!(hit >> e & 1)) continue;
         long i = todo[e];
@@ -580,6 +591,7 @@ PS_INLINE int plane_contacts_2d_avx(double *pos, double *vel, int32_t *contact_c
         contact_collider[i] = 0;
         contact_normal[2 * i] = support[2 * i] = pw[0];
         contact_normal[2 * i + 1] = support[2 * i + 1] = pw[1];
+        stuck[i] = held >> e & 1;
         if (went >> e & 1) contact_impulse[i] = contact_impulse[i] + add[e];
     }
     return 1;
@@ -647,7 +659,7 @@ static int near_planes_2d_avx(int *todo, const double *plane, int k, const doubl
 /* The kernel body, inlined once per dimension so that `dim` is a constant. */
 PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
-               const double *prev_pos, const double *radius, const double *mass,
+               int32_t *stuck, const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
                const double *angular_velocity, const double *restitution,
@@ -692,6 +704,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 contact_impulse[i] = 0.0;
             }
         memset(support + (long)i0 * dim, 0, (size_t)(i1 - i0) * (size_t)dim * sizeof *support);
+        memset(stuck + i0, 0, (size_t)(i1 - i0) * sizeof *stuck);
         int todo[PS_COLLIDE_BLOCK], ntodo;  /* the block's particles to search */
 #if defined(__AVX2__)
         if (dim == 2 && all_planes)
@@ -707,7 +720,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                 int four[4], lanes = ntodo - q < 4 ? ntodo - q : 4;
                 for (int e = 0; e < 4; e++) four[e] = todo[q + (e < lanes ? e : lanes - 1)];
                 if (plane_contacts_2d_avx(pos, vel, contact_collider, contact_normal,
-                                          contact_impulse, support, prev_pos, radius, mass, plane,
+                                          contact_impulse, support, stuck, prev_pos, radius, mass, plane,
                                           center, velocity, angular_velocity, friction[0],
                                           keep[0], four, lanes, h, rest_speed, &contacts)) {
                     q += lanes - 1;
@@ -719,7 +732,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
             double *sup = support + (long)i * dim;
             double *x = pos + (long)i * dim, *v = vel + (long)i * dim;
             const double *p0 = prev_pos + (long)i * dim;
-            int slipped = 0;
+            int slipped = 0, held = 0;
             for (int it = 0; it < iterations; it++) {
                 double best_n[3] = {0.0, 0.0, 0.0};
                 int j;
@@ -758,6 +771,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                     double sn = ps_dot(slip, nrm, dim);
                     for (int c = 0; c < dim; c++) x[c] = x[c] - (slip[c] - sn * nrm[c]);
                     slipped = 1;
+                    held = held || friction[j] > 0.0;
                     scale = 0.0;
                 } else {
                     scale = (1.0 - limit / vt_len) * keep[j];
@@ -783,6 +797,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
                     contact_impulse[i] = contact_impulse[i] + mass[i] * -vn;
                 }
             }
+            stuck[i] = held;
         }
     }
     return contacts;
@@ -792,7 +807,7 @@ PS_INLINE int collide_impl(double *pos, double *vel, int32_t *contact_collider,
  * independent, so any split gives the same bits). */
 typedef struct {
     double *pos, *vel, *contact_normal, *contact_impulse, *support;
-    int32_t *contact_collider;
+    int32_t *contact_collider, *stuck;
     const double *prev_pos, *radius, *mass, *inv_mass, *center, *rotation, *velocity,
         *angular_velocity, *restitution, *friction, *keep, *face_normal, *face_offset, *cap_a,
         *cap_b, *cap_radius, *bound, *grow;
@@ -807,7 +822,7 @@ static void collide_part(void *args, int part, int parts)
     CollideTask *t = args;
     int i0 = ps_part_start(t->n, part, parts), i1 = ps_part_start(t->n, part + 1, parts);
 #define PS_COLLIDE_ARGS(D) t->pos, t->vel, t->contact_collider, t->contact_normal, \
-        t->contact_impulse, t->support, t->prev_pos, t->radius, t->mass, t->inv_mass, t->kind, \
+        t->contact_impulse, t->support, t->stuck, t->prev_pos, t->radius, t->mass, t->inv_mass, t->kind, \
         t->center, t->rotation, t->velocity, t->angular_velocity, t->restitution, t->friction, \
         t->keep, t->face_start, t->face_count, t->face_normal, t->face_offset, t->cap_a, \
         t->cap_b, t->cap_radius, t->bound, t->grow, t->n, t->k, t->nfaces, D, t->iterations, \
@@ -820,7 +835,7 @@ static void collide_part(void *args, int part, int parts)
 
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                double *contact_normal, double *contact_impulse, double *support,
-               const double *prev_pos, const double *radius, const double *mass,
+               int32_t *stuck, const double *prev_pos, const double *radius, const double *mass,
                const double *inv_mass, const int32_t *kind, const double *center,
                const double *rotation, const double *velocity,
                const double *angular_velocity, const double *restitution,
@@ -831,7 +846,7 @@ int ps_collide(double *pos, double *vel, int32_t *contact_collider,
                const double *bound, const double *grow, int n, int k, int nfaces,
                int dim, int iterations, double h, double rest_speed, int threads, int clear)
 {
-    CollideTask t = {pos, vel, contact_normal, contact_impulse, support, contact_collider,
+    CollideTask t = {pos, vel, contact_normal, contact_impulse, support, contact_collider, stuck,
                      prev_pos, radius, mass, inv_mass, center, rotation, velocity,
                      angular_velocity, restitution, friction, keep, face_normal, face_offset,
                      cap_a, cap_b, cap_radius, bound, grow, kind, face_start, face_count, n, k,

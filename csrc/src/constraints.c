@@ -8,21 +8,30 @@
  * and the multiplier lambda accumulated over the substep's iterations (the
  * World zeroes it at each substep):
  *     dlambda = (-C - alpha~ lambda) / (sum_i w_i |g_i|^2 + alpha~),  lambda += dlambda
- *     x_i += w_i dlambda g_i,   v_i += f w_i dlambda g_i / h
+ *     x_i += w_i dlambda g_i,   v_i += f w_i dlambda g_i / h,
+ *     withheld_i += (1 - f) w_i dlambda g_i / h   (only where f < 1)
  * so velocities follow the position corrections under every integrator;
- * f <= 1 (the same for all of one constraint's particles, so momentum is kept)
- * limits the velocity change one correction gives: a body pushed out of a wall
- * or turned inside out at once is corrected by far more than it moved, and
- * following all of it threw it at tens of m/s. For a simplex, the fastest
+ * f <= 1 limits the velocity change one correction gives: a body pushed out of
+ * a wall or turned inside out at once is corrected by far more than it moved,
+ * and following all of it threw it at tens of m/s. For a simplex, the fastest
  * vertex's change is at most PS_MAX_CORRECTION_SPEED. For a distance, the
  * change du = (w_a + w_b) dlambda / h of the ends' relative velocity u along
  * it is at most PS_MAX_CORRECTION_SPEED, or |u| + PS_MAX_CORRECTION_SPEED when
  * du opposes u: a correction that holds ends flying apart takes their speed
  * with it (capped at 3 m/s, ends that kept their speed while their positions
  * were held gained energy without bound: an XPBD cloth spawned over a disc went
- * to 1,000 m/s). With integrator "xpbd" the velocity is then recomputed from
- * the positions, at most PS_MAX_CORRECTION_SPEED away from the velocity the
- * corrections left (integrate.c).
+ * to 1,000 m/s). `withheld` (m/s, per particle, zeroed by the World at each
+ * substep under integrator "xpbd") sums the velocity the caps kept back; the
+ * "xpbd" velocity update v = (x - p) / h - withheld (integrate.c) leaves it out.
+ *
+ * Momentum: a correction moves particle i by w_i dlambda g_i, so it changes
+ * the momentum sum_i m_i dx_i = dlambda sum_i g_i, and the gradients of a
+ * distance or a simplex sum to zero (a constraint's value does not change when
+ * all its points move together); f is one factor for the whole correction,
+ * positions, velocities and withheld shares alike, so every correction keeps
+ * the momentum of its particles to rounding, capped or not, and so does the
+ * pass. (A cap per particle would not: it changed the velocities of some of a
+ * correction's particles and not of the others.)
  * A constraint whose particles are all immovable, or whose gradients vanish
  * (coincident points, a flattened simplex), is skipped.
  *
@@ -39,10 +48,20 @@
  * C loop bit for bit.
  *
  * The settle solve (after the collide pass) solves the constraints again with the
- * particles a collider holds in this substep immovable; ps_settle_mass gives it their
- * inverse masses: 0 for a particle whose support (its last contact normal this substep) is
- * nonzero, inv_mass for the others; and 0 for every member of a body held from opposite
- * sides: two of its held members' supports more than 120 degrees apart (dot < -1/2). Such a
+ * particles static friction holds in this substep immovable; ps_settle_mass gives it their
+ * inverse masses: 0 for a particle that is `stuck` (collide.c, edges.c: static friction of
+ * a collider with friction > 0 undid its slip), inv_mass for the others; and 0 for every
+ * member of a body held from opposite sides: two of its held members' supports (their last
+ * contact normals this substep, nonzero where a collider held them) more than 120 degrees
+ * apart (dot < -1/2). A particle a collider holds only along its normal (no friction, or
+ * sliding) keeps its inverse mass: immovable in the settle, it took the tangential part of
+ * its constraints' corrections from the collider, a force along the surface that no
+ * frictionless contact exerts (an XPBD box on a floor of friction 0 slid away at 0.75 m/s
+ * after 10 s, a tetrahedral cube at 2-5 m/s). With only stuck particles immovable, the
+ * settle changes a body's momentum along a surface only where static friction holds it (a
+ * friction force, though not bounded by mu times the normal one: on floors of friction
+ * 0.001-0.01 a resting XPBD box creeps at 3-6 mm/s); a particle the settle moves into a
+ * collider is pushed out again by the collide pass that follows (its normal impulse). Such a
  * body (pressed flat between a plate and the floor) cannot meet its constraints; with only
  * its held members immovable, the settle put each substep's conflict into the few free
  * members, and velocity after it. The test: u, the support of the body's first held member
@@ -63,7 +82,9 @@
  *     x_i = c + R q_i,   v_i = u + w z x (R q_i)     (movable members only)
  * Its conflicting constraints would otherwise move its members one way in a substep's
  * solve and the other in the next, with velocity following. `tangled` reports the bodies
- * put back (1) and is 0 for the others. Sums over members in member order.
+ * put back (1) and is 0 for the others. Sums over members in member order. The means are
+ * not weighted by mass: the members' momentum is kept when their masses are equal (every
+ * builder's bodies), and changes by the difference of the two means otherwise.
  *
  * The x86-64-v3 build solves a 2D batch's distance constraints
  * four at a time (AVX2), with the scalar solve's operations in its order, so the same
@@ -82,10 +103,21 @@ static double follow(double u, double du)
     return fabs(du) <= most ? 1.0 : most / fabs(du);
 }
 
+/* What the share 1 - f of a distance correction (da off end a's coordinate qa, db onto end b's
+ * qb) that velocities do not follow adds to `withheld` (m/s). */
+PS_INLINE void withhold(double *withheld, long qa, long qb, double da, double db, double inv_h,
+                        double f)
+{
+    double k = 1.0 - f;
+    withheld[qa] = withheld[qa] - da * inv_h * k;
+    withheld[qb] = withheld[qb] + db * inv_h * k;
+}
+
 /* Distance constraint j (the scalar solve, any dimension); inv_h = 1 / h, hh = h h. */
-PS_INLINE void distance_one(double *pos, double *vel, double *lambda, const double *inv_mass,
-                            const int32_t *pairs, const double *rest_length,
-                            const double *compliance, int j, int dim, double inv_h, double hh)
+PS_INLINE void distance_one(double *pos, double *vel, double *withheld, double *lambda,
+                            const double *inv_mass, const int32_t *pairs,
+                            const double *rest_length, const double *compliance, int j, int dim,
+                            double inv_h, double hh)
 {
     long a = pairs[2 * j], b = pairs[2 * j + 1];
     double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
@@ -112,6 +144,7 @@ PS_INLINE void distance_one(double *pos, double *vel, double *lambda, const doub
         xb[c] = xb[c] + db;
         vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
         vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
+        if (f < 1.0) withhold(withheld, a * dim + c, b * dim + c, da, db, inv_h, f);
     }
 }
 
@@ -123,10 +156,10 @@ PS_INLINE void distance_one(double *pos, double *vel, double *lambda, const doub
  * A lane distance_one would skip (w == 0, or no length) stores what it loaded. The scalar
  * solve's chain of divisions and the square root wait on each other; four lanes overlap
  * them. Returns the first entry it left to the scalar loop. */
-static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const double *inv_mass,
-                                 const int32_t *pairs, const double *rest_length,
-                                 const double *compliance, const int32_t *order, int t,
-                                 int stop, double h)
+static int distance_batch_2d_avx(double *pos, double *vel, double *withheld, double *lambda,
+                                 const double *inv_mass, const int32_t *pairs,
+                                 const double *rest_length, const double *compliance,
+                                 const int32_t *order, int t, int stop, double h)
 {
     const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
     const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), sign = _mm256_set1_pd(-0.0);
@@ -167,8 +200,8 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const
         __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(_mm256_andnot_pd(sign, u), cap), opposed);
         __m256d size = _mm256_andnot_pd(sign, du);
         __m256d within = _mm256_cmp_pd(size, most, _CMP_LE_OQ);  /* f = 1: the common case */
-        __m256d f = _mm256_movemask_pd(within) == 0xF
-                    ? one : _mm256_blendv_pd(_mm256_div_pd(most, size), one, within);
+        int all_within = _mm256_movemask_pd(within) == 0xF;
+        __m256d f = all_within ? one : _mm256_blendv_pd(_mm256_div_pd(most, size), one, within);
         __m256d sa = _mm256_mul_pd(wa, s), sb = _mm256_mul_pd(wb, s);
         __m256d dax = _mm256_mul_pd(sa, gx), day = _mm256_mul_pd(sa, gy);
         __m256d dbx = _mm256_mul_pd(sb, gx), dby = _mm256_mul_pd(sb, gy);
@@ -188,6 +221,22 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const
         store_two_rows(vel, a1, a3, _mm256_blendv_pd(va13, _mm256_sub_pd(va13, ka13), live13));
         store_two_rows(vel, b0, b2, _mm256_blendv_pd(vb02, _mm256_add_pd(vb02, kb02), live02));
         store_two_rows(vel, b1, b3, _mm256_blendv_pd(vb13, _mm256_add_pd(vb13, kb13), live13));
+        if (!all_within) {  /* rare: the capped lanes' withheld shares, as distance_one adds them */
+            double fl[4], ax[4], ay[4], bx[4], by[4], lv[4];
+            _mm256_storeu_pd(fl, f);
+            _mm256_storeu_pd(lv, live);
+            _mm256_storeu_pd(ax, dax);
+            _mm256_storeu_pd(ay, day);
+            _mm256_storeu_pd(bx, dbx);
+            _mm256_storeu_pd(by, dby);
+            long ra[4] = {a0, a1, a2, a3}, rb[4] = {b0, b1, b2, b3};  /* row offsets */
+            double ih = 1.0 / h;
+            for (int e = 0; e < 4; e++) {
+                if (lv[e] == 0.0 || !(fl[e] < 1.0)) continue;
+                withhold(withheld, ra[e], rb[e], ax[e], bx[e], ih, fl[e]);
+                withhold(withheld, ra[e] + 1, rb[e] + 1, ay[e], by[e], ih, fl[e]);
+            }
+        }
         double l[4];
         _mm256_storeu_pd(l, lam_new);
         lambda[j0] = l[0];
@@ -199,8 +248,8 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *lambda, const
 }
 #endif
 
-void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *inv_mass,
-                      const int32_t *pairs, const double *rest_length,
+void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
+                      const double *inv_mass, const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h)
 {
@@ -209,12 +258,12 @@ void ps_xpbd_distance(double *pos, double *vel, double *lambda, const double *in
         int t = batch_start[bt], stop = batch_start[bt + 1];
 #if defined(__AVX2__)
         if (dim == 2)
-            t = distance_batch_2d_avx(pos, vel, lambda, inv_mass, pairs, rest_length, compliance,
-                                      order, t, stop, h);
+            t = distance_batch_2d_avx(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
+                                      compliance, order, t, stop, h);
 #endif
         for (; t < stop; t++)
-            distance_one(pos, vel, lambda, inv_mass, pairs, rest_length, compliance, order[t], dim,
-                         inv_h, hh);
+            distance_one(pos, vel, withheld, lambda, inv_mass, pairs, rest_length, compliance,
+                         order[t], dim, inv_h, hh);
     }
     (void)m;
 }
@@ -255,8 +304,8 @@ static double simplex(double g[4][3], const double *pos, const int32_t *s, int d
     return (e1[0] * cx + e1[1] * cy + e1[2] * cz) / 6.0;
 }
 
-void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_mass,
-                    const int32_t *simplices, const double *rest_volume,
+void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
+                    const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h)
 {
@@ -292,6 +341,7 @@ void ps_xpbd_volume(double *pos, double *vel, double *lambda, const double *inv_
                     long q = (long)s[i] * dim + c;
                     pos[q] = pos[q] + dx;
                     vel[q] = vel[q] + dx * inv_h * f;
+                    if (f < 1.0) withheld[q] = withheld[q] + dx * inv_h * (1.0 - f);
                 }
             }
         }
@@ -326,11 +376,11 @@ PS_INLINE int opposed(const double *support, const int32_t *rows, int count, int
     return 0;
 }
 
-void ps_settle_mass(double *settle_inv_mass, const double *support, const double *inv_mass,
-                    const int32_t *members, const int32_t *body_start,
+void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
+                    const double *inv_mass, const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim)
 {
-    for (int i = 0; i < n; i++) settle_inv_mass[i] = held(support, i, dim) ? 0.0 : inv_mass[i];
+    for (int i = 0; i < n; i++) settle_inv_mass[i] = stuck[i] ? 0.0 : inv_mass[i];
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         if (opposed(support, rows, body_count[j], dim))

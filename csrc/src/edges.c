@@ -58,7 +58,13 @@
  * about q_e (when no lever is capped). An end that moved is reported like a
  * particle contact of collide.c (its contact_collider, contact_normal N, its
  * normal impulse m_a k_a dvn added to contact_impulse) and its support
- * becomes N.
+ * becomes N; where static friction (friction > 0) undid the slip, it is
+ * `stuck` (collide.c: the XPBD settle holds it along the surface too).
+ *
+ * Momentum: the ends' velocity changes k_a dv, k_b dv are impulses
+ * (1 - t) dv / D and t dv / D, along N (the normal impulse) and, with
+ * friction, along the surface (bounded by mu times the normal one): with no
+ * friction, an edge contact changes momentum along its normal only.
  *
  * Broad phase: an edge is tested against collider j only if the sphere
  * around j's centre of radius bound[j] reaches the edge's sphere (its
@@ -95,7 +101,7 @@
 
 typedef struct {
     double *pos, *vel, *contact_normal, *contact_impulse, *support;
-    int32_t *contact_collider;
+    int32_t *contact_collider, *stuck;
     const double *prev_pos, *radius, *mass, *inv_mass;
     const int32_t *kind;
     const double *center, *rotation, *velocity, *angular_velocity, *restitution, *friction, *keep;
@@ -245,6 +251,10 @@ static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, 
         xa[1] = xa[1] - sty * ka;
         xb[0] = xb[0] - stx * kb;
         xb[1] = xb[1] - sty * kb;
+        if (s->friction[j] > 0.0) {
+            if (ka > 0.0) s->stuck[ia] = 1;
+            if (kb > 0.0) s->stuck[ib] = 1;
+        }
         scale = 0.0;
     } else {
         scale = (1.0 - limit / vt_len) * s->keep[j];
@@ -260,9 +270,9 @@ static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, 
 }
 
 int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,
-                    double *contact_impulse, double *support, int32_t *edge_near,
-                    const double *prev_pos, const double *radius, const double *mass,
-                    const double *inv_mass, const int32_t *outline,
+                    double *contact_impulse, double *support, int32_t *stuck,
+                    int32_t *edge_near, const double *prev_pos, const double *radius,
+                    const double *mass, const double *inv_mass, const int32_t *outline,
                     const int32_t *outline_start, const int32_t *outline_count,
                     const int32_t *body_flags, const int32_t *kind, const double *center,
                     const double *rotation, const double *velocity,
@@ -277,7 +287,7 @@ int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double 
     (void)n;
     (void)nfaces;
     if (dim != 2) return 0; /* 3D outlines are not surfaces */
-    Edges s = {pos, vel, contact_normal, contact_impulse, support, contact_collider, prev_pos,
+    Edges s = {pos, vel, contact_normal, contact_impulse, support, contact_collider, stuck, prev_pos,
                radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity,
                restitution, friction, keep, face_start, face_count, face_normal, face_offset,
                cap_a, cap_b, cap_radius, bound, h, rest_speed};

@@ -13,6 +13,10 @@
  * finite either) at rest; one faster than max_speed has its velocity scaled to
  * exactly that speed (v *= max_speed / |v|, |v|^2 summed left to right).
  * Returns the number of particles changed.
+ *
+ * Momentum: the scan changes nothing. The clamp is a repair of a scene that already went
+ * unstable, particle by particle: it does not keep momentum (a body with one particle slowed
+ * loses that particle's share), and runs only under on_instability="clamp".
  */
 #include <math.h>
 #include "internal.h"

@@ -47,7 +47,8 @@ COLLIDER_FIELDS = ("kind", "center", "rotation", "velocity", "angular_velocity",
 register(Kernel(
     "collide", "collide",
     (Arg("pos", _P), Arg("vel", _P), Arg("contact_collider", _S, np.int32),
-     Arg("contact_normal", _P), Arg("contact_impulse", _S), Arg("support", _P), Arg("prev_pos", _P),
+     Arg("contact_normal", _P), Arg("contact_impulse", _S), Arg("support", _P),
+     Arg("stuck", _S, np.int32), Arg("prev_pos", _P),
      Arg("radius", _S), Arg("mass", _S), Arg("inv_mass", _S),
      Arg("kind", _K, np.int32), Arg("center", ("k", "dim")),
      Arg("rotation", ("k", "dim", "dim")), Arg("velocity", ("k", "dim")),
@@ -58,7 +59,7 @@ register(Kernel(
      Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")), Arg("cap_radius", _K),
      Arg("bound", _K), Arg("grow", _K)),
     ("n", "k", "nfaces", "dim"), ("iterations", "h", "rest_speed", "threads", "clear"),
-    ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"),
+    ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"),
     check=_check_collide, rows="sum"))
 
 
@@ -195,7 +196,8 @@ class _CollideTerm:
         a = self.P.arrays
         self.collide = ctx.bind(
             "collide", **{name: a[name] for name in (
-                "pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "prev_pos",
+                "pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck",
+                "prev_pos",
                 "radius", "mass", "inv_mass")},
             **{name: C.arrays[name] for name in COLLIDER_FIELDS},
             face_normal=faces.arrays["normal"], face_offset=faces.arrays["offset"])
@@ -302,9 +304,11 @@ class Colliders(Feature):
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
         # support: the normal of each particle's collider contact in the running substep
-        # (zero if none); the body contacts after never push a particle into its collider
+        # (zero if none); the body contacts after never push a particle into its collider;
+        # stuck: 1 where static friction undid the particle's slip in the running substep
         return {"contact_collider": Field((), np.int32, -1), "contact_normal": Field((dim,), np.float64),
-                "contact_impulse": Field((), np.float64), "support": Field((dim,), np.float64)}
+                "contact_impulse": Field((), np.float64), "support": Field((dim,), np.float64),
+                "stuck": Field((), np.int32)}
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

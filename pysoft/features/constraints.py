@@ -49,13 +49,14 @@ _P, _S = ("n", "dim"), ("n",)
 _SOLVE = (Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.int32))
 register(
     Kernel("xpbd_distance", "constraints",
-           (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
-            Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
+           (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m",)),
+            Arg("inv_mass", _S), Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
             Arg("compliance", ("m",)), *_SOLVE),
-           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"),
+           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
            index_args=(("pairs", "n"),), check=_check_batches("pairs")),
     Kernel("settle_mass", "constraints",
-           (Arg("settle_inv_mass", _S), Arg("support", _P), Arg("inv_mass", _S),
+           (Arg("settle_inv_mass", _S), Arg("support", _P), Arg("stuck", _S, np.int32),
+            Arg("inv_mass", _S),
             Arg("members", ("e",), np.int32), Arg("body_start", ("b",), np.int32),
             Arg("body_count", ("b",), np.int32)),
            ("n", "b", "dim"), (), ("settle_inv_mass",), check=check_ranges("members", any_dim=True)),
@@ -67,10 +68,10 @@ register(
            ("n", "m", "b", "dim"), (), ("pos", "vel", "tangled"), index_args=(("simplices", "n"),),
            check=check_ranges("members", any_dim=True)),
     Kernel("xpbd_volume", "constraints",
-           (Arg("pos", _P), Arg("vel", _P), Arg("lambda", ("m",)), Arg("inv_mass", _S),
-            Arg("simplices", ("m", "dim+1"), np.int32), Arg("rest_volume", ("m",)),
-            Arg("compliance", ("m",)), *_SOLVE),
-           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "lambda"),
+           (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m",)),
+            Arg("inv_mass", _S), Arg("simplices", ("m", "dim+1"), np.int32),
+            Arg("rest_volume", ("m",)), Arg("compliance", ("m",)), *_SOLVE),
+           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
            index_args=(("simplices", "n"),), check=_check_batches("simplices")),
 )
 
@@ -116,10 +117,10 @@ class _Solver:
         rest_of = {"lambda": T.arrays["lambda"], index: T.arrays[index], rest: T.arrays[rest],
                    "compliance": T.arrays["compliance"], "order": self.batches.order,
                    "batch_start": self.batches.start}
-        self.solve = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["inv_mass"], **rest_of)
-        # the settle solve: particles a collider holds this substep count as immovable
-        self.settle = ctx.bind(kernel, pos=a["pos"], vel=a["vel"], inv_mass=a["settle_inv_mass"],
-                               **rest_of)
+        moving = {"pos": a["pos"], "vel": a["vel"], "withheld": a["withheld"]}
+        self.solve = ctx.bind(kernel, inv_mass=a["inv_mass"], **moving, **rest_of)
+        # the settle solve: particles static friction holds this substep count as immovable
+        self.settle = ctx.bind(kernel, inv_mass=a["settle_inv_mass"], **moving, **rest_of)
 
     def add(self, what: str, make: Any, ends: np.ndarray, rows: np.ndarray, **values: Any) -> list[int]:
         entities = self.links.add(what, make, ends, rows, **values)
@@ -133,7 +134,9 @@ class _Solver:
 
 
 class _ConstraintTerm:
-    """Zero the multipliers, then ``constraint_iterations`` sweeps: distances, then volumes."""
+    """Zero the multipliers (and, under integrator "xpbd", the velocity the corrections' caps
+    withheld, which its velocity update leaves out), then ``constraint_iterations`` sweeps:
+    distances, then volumes."""
     label = "XPBD constraints"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
@@ -144,7 +147,11 @@ class _ConstraintTerm:
         return [s for s in self.solvers if s.table.n]
 
     def run(self, h: float) -> None:
-        self.sweep(self.live(), h, settle=False)
+        live = self.live()
+        if live and self.ctx.settings._integrator == "xpbd":
+            P = self.ctx.store.particles
+            P.arrays["withheld"][: P.n] = 0.0
+        self.sweep(live, h, settle=False)
 
     def ops(self, h: float) -> list[Op] | None:
         return None if self.constrained() else []  # the substep's multipliers are zeroed from Python
@@ -167,16 +174,21 @@ class _ConstraintTerm:
 
 
 class _SettleTerm:
-    """After the collide stage, the constraints are solved again with the particles a collider
-    holds in this substep (a nonzero ``support``) immovable.
+    """After the collide stage, the constraints are solved again with the particles static
+    friction holds in this substep (``stuck``) immovable.
+
+    A particle a collider holds only along its normal (a frictionless or a sliding contact)
+    keeps its inverse mass: immovable, it took the tangential part of its constraints'
+    corrections from the collider, a force along the surface that no frictionless contact
+    exerts, and an XPBD body resting on a frictionless floor slid away (0.75 m/s after 10 s).
+    Skipped when static friction holds no particle.
 
     Static friction puts a held particle back where the substep began, after the constraint
     solve had moved it; its neighbours kept their share of that correction (and, following
     it, velocity). Left to the next substep, the constraint would pull them back, and back
     again: a substep-long cycle of corrections that keeps a resting XPBD ring rocking at
     0.1 m/s. Solved again at once around the held particles, the constraints end the
-    substep satisfied and the velocities consistent with the positions. Skipped when no
-    particle is held.
+    substep satisfied and the velocities consistent with the positions.
 
     A body held from opposite sides (two of its held particles' contact normals more than
     120 degrees apart: pressed between a plate and the floor, or between two walls) sits the
@@ -205,7 +217,7 @@ class _SettleTerm:
             a = self.P.arrays
             self.bodies = B
             self.mass = self.ctx.bind("settle_mass", settle_inv_mass=a["settle_inv_mass"],
-                                      support=a["support"], inv_mass=a["inv_mass"],
+                                      support=a["support"], stuck=a["stuck"], inv_mass=a["inv_mass"],
                                       members=members.arrays["rows"], body_start=B.arrays["member_start"],
                                       body_count=B.arrays["member_count"])
         return self.mass
@@ -215,7 +227,7 @@ class _SettleTerm:
         live = self.term.live()
         if not (live and self.ctx.store.colliders.n):
             return
-        if not P.view("support").any():
+        if not P.view("stuck").any():
             return
         mass(P.n, self.bodies.n, self.ctx.dim)
         self.runs += 1
@@ -291,8 +303,9 @@ class Constraints(Feature):
 
     @staticmethod
     def particle_fields(dim: int) -> dict[str, Field]:
-        # the settle solve's inverse masses: 0 for a particle a collider holds (workspace)
-        return {"settle_inv_mass": Field((), np.float64)}
+        # the settle solve's inverse masses: 0 for a particle static friction holds; the
+        # velocity the corrections' caps withheld in this substep (m/s; workspaces)
+        return {"settle_inv_mass": Field((), np.float64), "withheld": Field((dim,), np.float64)}
 
     def add_distance_constraint(self, a: int, b: int, compliance: float = 0.0,
                                 rest_length: float | None = None) -> int:

@@ -42,7 +42,7 @@ _EDGE_COLLIDER_FIELDS = tuple(f for f in COLLIDER_FIELDS if f != "grow")
 register(Kernel(
     "edge_collide", "edges",
     (Arg("pos", _P), Arg("vel", _P), Arg("contact_collider", _S, _I), Arg("contact_normal", _P),
-     Arg("contact_impulse", _S), Arg("support", _P), Arg("edge_near", ("e",), _I),
+     Arg("contact_impulse", _S), Arg("support", _P), Arg("stuck", _S, _I), Arg("edge_near", ("e",), _I),
      Arg("prev_pos", _P), Arg("radius", _S), Arg("mass", _S), Arg("inv_mass", _S),
      Arg("outline", ("e",), _I), Arg("outline_start", _B, _I), Arg("outline_count", _B, _I),
      Arg("body_flags", _B, _I), Arg("kind", _K, _I), Arg("center", ("k", "dim")),
@@ -52,7 +52,7 @@ register(Kernel(
      Arg("face_offset", ("nfaces",)), Arg("cap_a", ("k", "dim")), Arg("cap_b", ("k", "dim")),
      Arg("cap_radius", _K), Arg("bound", _K)),
     ("n", "b", "k", "nfaces", "dim"), ("iterations", "reverse", "h", "rest_speed"),
-    ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support"),
+    ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"),
     scratch=("edge_near",), check=_check))
 
 
@@ -68,7 +68,7 @@ class _EdgeTerm:
         a, b, c = self.P.arrays, self.B.arrays, self.C.arrays
         self.call = ctx.bind(
             "edge_collide", **{name: a[name] for name in (
-                "pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support",
+                "pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck",
                 "prev_pos", "radius", "mass", "inv_mass")},
             edge_near=near.arrays["near"], outline=store.body_outlines.arrays["rows"],
             outline_start=b["outline_start"], outline_count=b["outline_count"], body_flags=b["flags"],

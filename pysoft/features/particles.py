@@ -56,7 +56,8 @@ register(
             Arg("inv_mass", _S)),
            ("n", "dim"), ("h",), ("pos", "prev_pos", "vel")),
     Kernel("xpbd_velocity", "integrate",
-           (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("inv_mass", _S)),
+           (Arg("vel", _P), Arg("pos", _P), Arg("prev_pos", _P), Arg("withheld", _P),
+            Arg("inv_mass", _S)),
            ("n", "dim"), ("h",), ("vel",)),
     Kernel("find_unstable", "finish", (Arg("pos", _P), Arg("vel", _P)), ("n", "dim"),
            ("max_speed",), (), rows="first"),
@@ -100,7 +101,7 @@ class Integrators:
         self.symplectic_euler = bind("symplectic_euler", force=a["force"], **moving)
         self.explicit_euler = bind("explicit_euler", force=a["force"], **moving)
         self.xpbd_predict = bind("xpbd_predict", force=a["force"], **moving)
-        self.xpbd_velocity = bind("xpbd_velocity", **moving)
+        self.xpbd_velocity = bind("xpbd_velocity", withheld=a["withheld"], **moving)
         self.verlet_drift = bind("verlet_drift", vel_pred=a["vel_pred"], force=a["force"], **moving)
         self.verlet_kick = bind("verlet_kick", vel=a["vel"], force0=a["force"], force1=a["force1"],
                                 inv_mass=a["inv_mass"])

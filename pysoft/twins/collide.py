@@ -299,7 +299,8 @@ def _plane_start_depth(p0: F64, r: F64, j: np.ndarray, planes: Planes, dim: int)
 @np.errstate(divide="ignore", invalid="ignore")  # masked-out rows may divide by zero
 def collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
-    support: F64, prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32, center: F64,
+    support: F64, stuck: I32, prev_pos: F64, radius: F64, mass: F64, inv_mass: F64, kind: I32,
+    center: F64,
     rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64, friction: F64,
     keep: F64, face_start: I32, face_count: I32, face_normal: F64, face_offset: F64,
     cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, grow: F64, n: int, k: int, nfaces: int,
@@ -307,8 +308,9 @@ def collide(
     iterations: int, h: float, rest_speed: float, threads: int, clear: int,
 ) -> int:
     """Particles against colliders: swept entry or nearest surface, deepest wins; response;
-    then particles whose slip was undone are projected out again without friction. (C splits
-    the particles over ``threads``; they are independent, so the twin needs none.)"""
+    then particles whose slip was undone are projected out again without friction; ``stuck``
+    marks those whose slip static friction (friction > 0) undid. (C splits the particles over
+    ``threads``; they are independent, so the twin needs none.)"""
     shape = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a,
              cap_b, cap_radius, bound, grow, k, dim, velocity, angular_velocity, h)
     shapes = (kind, center, rotation, face_start, face_count, face_normal, face_offset, cap_a, cap_b,
@@ -318,6 +320,7 @@ def collide(
         contact_collider[:n] = -1
         contact_impulse[:n] = 0.0
     support[:n] = 0.0
+    stuck[:n] = 0
     planes = _still_planes(kind, center, rotation, velocity, angular_velocity, face_start, face_count,
                            face_normal, face_offset, k, dim)
     movable = inv_mass[:n] != 0.0
@@ -380,6 +383,7 @@ def collide(
         sn = dot(slip, nrm, dim)
         x = np.where((app & static)[:, None], x - (slip - sn[:, None] * nrm), x)
         slipped[active] |= app & static
+        stuck[active[app & static & (friction[j_] > 0.0)]] = 1
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(static, 0.0, (1.0 - limit / vt_len) * keep[j_])
         v_new = u + vt * scale[:, None] + vn_new[:, None] * nrm

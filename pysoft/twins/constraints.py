@@ -17,11 +17,18 @@ def _follow(u: F64, du: F64) -> F64:
         return np.where(np.abs(du) <= most, 1.0, most / np.abs(du))
 
 
+def _withhold(withheld: F64, rows: I32, dx: F64, inv_h: float, f: F64, capped: np.ndarray) -> None:
+    """``withheld[rows] += dx / h (1 - f)`` where a cap acted (``capped``: f < 1), as C adds it."""
+    r = rows[capped]
+    withheld[r] = withheld[r] + dx[capped] * inv_h * (1.0 - f[capped])
+
+
 def xpbd_distance(
-    pos: F64, vel: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64, compliance: F64,
-    order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+    pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64,
+    compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
 ) -> None:
-    """XPBD distance constraints, one batch of independent constraints at a time."""
+    """XPBD distance constraints, one batch of independent constraints at a time; the share
+    of a capped correction that velocities do not follow goes to ``withheld``."""
     inv_h, hh = 1.0 / h, h * h
     for bt in range(nbatch):
         j = order[batch_start[bt] : batch_start[bt + 1]]
@@ -39,6 +46,10 @@ def xpbd_distance(
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
         vel[a], vel[b] = vel[a] - da * inv_h * f, vel[b] + db * inv_h * f
+        capped = f[:, 0] < 1.0
+        if capped.any():
+            _withhold(withheld, a, -da, inv_h, f, capped)
+            _withhold(withheld, b, db, inv_h, f, capped)
 
 
 _TET_FACES = ((1, 3, 2), (0, 2, 3), (0, 3, 1), (0, 1, 2))
@@ -69,8 +80,9 @@ def _simplex(pos: F64, s: I32, dim: int) -> tuple[F64, F64]:
 
 
 def xpbd_volume(
-    pos: F64, vel: F64, lam: F64, inv_mass: F64, simplices: I32, rest_volume: F64, compliance: F64,
-    order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+    pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, simplices: I32,
+    rest_volume: F64, compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int,
+    dim: int, h: float,
 ) -> None:
     """XPBD area (2D) / volume (3D) constraints, one batch at a time."""
     inv_h, hh = 1.0 / h, h * h
@@ -101,11 +113,15 @@ def xpbd_volume(
         with np.errstate(divide="ignore"):
             f = np.where(speed2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED,
                          MAX_CORRECTION_SPEED / np.sqrt(speed2), 1.0)[:, None]
+        capped = f[:, 0] < 1.0
+        any_capped = bool(capped.any())
         for i in range(dim + 1):
             dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
             rows = s[ok, i]
             pos[rows] = pos[rows] + dx
             vel[rows] = vel[rows] + dx * inv_h * f
+            if any_capped:
+                _withhold(withheld, rows, dx, inv_h, f, capped)
 
 
 def _opposed(support: F64, members: I32, body_start: I32, body_count: I32, n: int, b: int,
@@ -128,13 +144,13 @@ def _opposed(support: F64, members: I32, body_start: I32, body_count: I32, n: in
 
 
 def settle_mass(
-    settle_inv_mass: F64, support: F64, inv_mass: F64, members: I32, body_start: I32,
-    body_count: I32, n: int, b: int, dim: int,
+    settle_inv_mass: F64, support: F64, stuck: I32, inv_mass: F64, members: I32,
+    body_start: I32, body_count: I32, n: int, b: int, dim: int,
 ) -> None:
-    """The settle solve's inverse masses: 0 where the support is nonzero and for every member
-    of a body held from opposite sides, inv_mass elsewhere (constraints.c)."""
-    held = dot(support[:n], support[:n], dim) > 0.0
-    settle_inv_mass[:n] = np.where(held, 0.0, inv_mass[:n])
+    """The settle solve's inverse masses: 0 where static friction holds the particle (stuck)
+    and for every member of a body held from opposite sides, inv_mass elsewhere
+    (constraints.c)."""
+    settle_inv_mass[:n] = np.where(stuck[:n] != 0, 0.0, inv_mass[:n])
     for j in _opposed(support, members, body_start, body_count, n, b, dim).tolist():
         settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
 

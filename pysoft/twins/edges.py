@@ -61,11 +61,12 @@ class _Pass:
     """The kernel's state as Python floats; the rows it touched are written back at the end."""
 
     def __init__(self, pos: F64, vel: F64, contact_collider: I32, contact_normal: F64,
-                 contact_impulse: F64, support: F64, prev_pos: F64, radius: F64, mass: F64,
-                 inv_mass: F64, center: F64, velocity: F64, angular_velocity: F64,
+                 contact_impulse: F64, support: F64, stuck: I32, prev_pos: F64, radius: F64,
+                 mass: F64, inv_mass: F64, center: F64, velocity: F64, angular_velocity: F64,
                  restitution: F64, friction: F64, keep: F64, bound: F64, n: int, k: int, h: float,
                  rest_speed: float) -> None:
         self.arrays = (pos, vel, contact_collider, contact_normal, contact_impulse, support)
+        self.stuck = stuck  # written in place: only ever set to 1
         self.pos, self.vel = pos[:n].tolist(), vel[:n].tolist()
         self.collider = contact_collider[:n].tolist()
         self.normal, self.impulse = contact_normal[:n].tolist(), contact_impulse[:n].tolist()
@@ -177,6 +178,10 @@ class _Pass:
             stx, sty = slx - sn * Nx, sly - sn * Ny
             xa[0], xa[1] = xa[0] - stx * ka, xa[1] - sty * ka
             xb[0], xb[1] = xb[0] - stx * kb, xb[1] - sty * kb
+            if self.friction[j] > 0.0:  # static friction holds the ends along the surface
+                for i, share in ((ia, ka), (ib, kb)):
+                    if share > 0.0:
+                        self.stuck[i] = 1
             scale = 0.0
         else:
             ratio = limit / vt_len if vt_len != 0.0 else float(np.divide(limit, vt_len))  # C's IEEE
@@ -248,8 +253,8 @@ def _near_at_start(pos: F64, prev_pos: F64, radius: F64, owner: np.ndarray, ia: 
 @np.errstate(invalid="ignore", over="ignore", divide="ignore")  # a blown-up body: NaN and inf as in C
 def edge_collide(
     pos: F64, vel: F64, contact_collider: I32, contact_normal: F64, contact_impulse: F64,
-    support: F64, edge_near: I32, prev_pos: F64, radius: F64, mass: F64, inv_mass: F64,
-    outline: I32, outline_start: I32, outline_count: I32, body_flags: I32, kind: I32,
+    support: F64, stuck: I32, edge_near: I32, prev_pos: F64, radius: F64, mass: F64,
+    inv_mass: F64, outline: I32, outline_start: I32, outline_count: I32, body_flags: I32, kind: I32,
     center: F64, rotation: F64, velocity: F64, angular_velocity: F64, restitution: F64,
     friction: F64, keep: F64, face_start: I32, face_count: I32, face_normal: F64,
     face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, n: int, nb: int,
@@ -272,8 +277,8 @@ def edge_collide(
         return 0
     features = [_features(j, counts[j], kind, center, rotation, face_start, face_normal, face_offset,
                           cap_a, cap_b, cap_radius) for j in range(k)]
-    s = _Pass(pos, vel, contact_collider, contact_normal, contact_impulse, support, prev_pos, radius,
-              mass, inv_mass, center, velocity, angular_velocity, restitution, friction, keep, bound,
+    s = _Pass(pos, vel, contact_collider, contact_normal, contact_impulse, support, stuck, prev_pos,
+              radius, mass, inv_mass, center, velocity, angular_velocity, restitution, friction, keep, bound,
               n, k, h, rest_speed)
     contacts = 0
     for _ in range(iterations):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, scratch
 
 
@@ -94,16 +93,9 @@ def xpbd_predict(
 
 
 def xpbd_velocity(
-    vel: F64, pos: F64, prev_pos: F64, inv_mass: F64, n: int, dim: int, h: float
+    vel: F64, pos: F64, prev_pos: F64, withheld: F64, inv_mass: F64, n: int, dim: int, h: float
 ) -> None:
-    """``v = (x - p) / h`` for movable particles, at most MAX_CORRECTION_SPEED away from the
-    velocity the corrections left them."""
+    """``v = (x - p) / h - withheld`` for movable particles: the position change, less the
+    velocity the constraints' caps kept back from their corrections."""
     mv = inv_mass[:n] != 0.0
-    u = (pos[:n][mv] - prev_pos[:n][mv]) * (1.0 / h)
-    d = u - vel[:n][mv]
-    d2 = np.zeros(len(d))
-    for c in range(dim):
-        d2 = d2 + d[:, c] * d[:, c]
-    big = d2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED
-    f = MAX_CORRECTION_SPEED / np.sqrt(np.where(big, d2, 1.0))
-    vel[:n][mv] = np.where(big[:, None], vel[:n][mv] + d * f[:, None], u)
+    vel[:n][mv] = (pos[:n][mv] - prev_pos[:n][mv]) * (1.0 / h) - withheld[:n][mv]
