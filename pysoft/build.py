@@ -510,8 +510,9 @@ def _placeable(pos: np.ndarray, names: str, pairs: np.ndarray) -> None:
 def _particles(pos: np.ndarray, m: float, radius: float, names: str, pairs: np.ndarray,
                pinned: Any = False) -> _Particles:
     """A body's particles, checked: a shape that can be simulated (_placeable), a mass each
-    of at least MIN_MASS."""
+    of at least MIN_MASS, a radius of at most MAX_RADIUS."""
     _placeable(pos, names, pairs)
+    validate.radius_rows("particle_radius", radius, 1)
     if not m >= validate.MIN_MASS:
         raise ValueError(f"mass: {m:.3g} kg per particle is less than {validate.MIN_MASS:g} kg")
     return _Particles(pos, m, radius, pinned)
