@@ -177,7 +177,7 @@ class _Pending:
         self = cls(w, dt, h, systems)
         try:
             if frame is not None and frame.prepare(h, w._settings._substeps, w._frame_start):
-                repeats = frames > 1 and all(f.repeats() for f in w._features)
+                repeats = frames > 1 and w._features.repeats()
                 self.runs = frame.runs(frames if repeats else 1, w._frame_start,
                                        w._settings._on_instability in ("raise", "warn"))
                 return self
@@ -197,8 +197,10 @@ class _Pending:
         ran = int(self.runs.ran)
         try:
             frame.finish(w._settings._substeps)
-            for _ in range(ran - 1):
-                w.pipeline.time += self.dt
+            pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
+            for _ in range(ran - 1):  # (frame by frame, as step() adds them)
+                t += dt
+            pipeline.time = t
             error = w._diagnose(self.h, self.systems)
         finally:
             w._stepping = False

@@ -44,8 +44,10 @@ class Features:
         self.all = [cls(ctx) for cls in FEATURES]
         self.ctx = ctx
         self.particles = next(f for f in self.all if isinstance(f, Particles))
-        # the features with something to do after a frame (most have nothing)
+        # the features with something to do after a frame (most have nothing), and those that
+        # may need it done after every frame (Feature.repeats)
         self.after = [f for f in self.all if type(f).after_frame is not Feature.after_frame]
+        self.checked = [f for f in self.all if type(f).repeats is not Feature.repeats]
         self.owner: dict[type[RowView], Feature] = {k: f for f in self.all for k in f.kinds}
 
     def __iter__(self) -> Iterator[Feature]:
@@ -112,3 +114,8 @@ class Features:
     def after_frame(self) -> None:
         for f in self.after:
             f.after_frame()
+
+    def repeats(self) -> bool:
+        """Whether ``after_frame`` is the same done once after several frames as after each
+        (``Feature.repeats`` of every feature)."""
+        return all(f.repeats() for f in self.checked)
