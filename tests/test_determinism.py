@@ -287,21 +287,28 @@ def _joined(blob: bytes, head: dict[str, Any], payload: bytes) -> bytes:
     return _HEADER.pack(magic, version, len(text), _digest(text + payload)) + text + payload
 
 
-def _edited(blob: bytes, name: str, row: int, value: float, column: int = 0) -> bytes:
-    """``blob`` with array ``name``'s value at ``row`` (and ``column``) replaced."""
+def _with_array(blob: bytes, name: str, edit: Callable[[np.ndarray], None]) -> bytes:
+    """``blob`` with array ``name`` changed in place by ``edit`` and the checksum recomputed
+    (a hand-edited save file)."""
     head, payload = _split(blob)
     offset = 0
     for array, shape, dtype in head["arrays"]:
         size = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if array == name:
             arr = np.frombuffer(bytes(payload[offset:offset + size]), dtype=dtype).reshape(shape).copy()
-            if arr.ndim == 1:
-                arr[row] = value
-            else:
-                arr[row, column] = value
+            edit(arr)
             payload[offset:offset + size] = arr.tobytes()
         offset += size
     return _joined(blob, head, bytes(payload))
+
+
+def _edited(blob: bytes, name: str, row: int, value: float, column: int = 0) -> bytes:
+    """``blob`` with array ``name``'s value at ``row`` (and ``column``) replaced."""
+
+    def edit(arr: np.ndarray) -> None:
+        arr[(row,) if arr.ndim == 1 else (row, column)] = value
+
+    return _with_array(blob, name, edit)
 
 
 def _edited_time(blob: bytes, time: float) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from test_bad_input import fingerprint
-from test_determinism import _joined, _split
+from test_determinism import _with_array
 
 import pysoft
 from pysoft import build
@@ -524,21 +524,6 @@ def test_a_default_rest_area_or_volume_that_overflows_is_refused() -> None:
 
 
 # -- snapshots: a collider's rotation and a well's minimum distance --------------------------
-
-
-def _with_array(blob: bytes, name: str, edit: Callable[[np.ndarray], None]) -> bytes:
-    """``blob`` with array ``name`` changed by ``edit`` and the checksum recomputed (a
-    hand-edited save file)."""
-    head, payload = _split(blob)
-    offset = 0
-    for array, shape, dtype in head["arrays"]:
-        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        if array == name:
-            arr = np.frombuffer(bytes(payload[offset:offset + size]), dtype=dtype).reshape(shape).copy()
-            edit(arr)
-            payload[offset:offset + size] = arr.tobytes()
-        offset += size
-    return _joined(blob, head, bytes(payload))
 
 
 def _snapshot_scene(dim: int) -> pysoft.World:
