@@ -47,6 +47,12 @@ INVERSION_GAIN = 2.0
 # from 100 to 3,000; bodies.c). A body whose own stiffness is higher keeps its own
 UNMIRROR_STIFFNESS = 1000.0
 
+# Sweeps of the cyclic Jacobi method that finds a 3D shape-matched body's best-fit rotation
+# (the top eigenvector of Horn's 4 x 4 quaternion matrix; bodies.c): it converges
+# quadratically, and 4 x 4 matrices reach rounding level in 4 or 5 sweeps; a fixed count keeps
+# the C core and its NumPy twin on the same operations
+JACOBI_SWEEPS = 6
+
 # Spatial hash cells: |cell coordinates| are clamped here (a NaN or infinite coordinate gets
 # the lowest or highest cell rather than an undefined conversion; contacts.c)
 CELL_LIMIT = 1073741824.0
@@ -60,5 +66,5 @@ C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": 
             "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
             "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_UNMIRROR_STIFFNESS": UNMIRROR_STIFFNESS,
-            "PS_CELL_LIMIT": CELL_LIMIT,
+            "PS_JACOBI_SWEEPS": JACOBI_SWEEPS, "PS_CELL_LIMIT": CELL_LIMIT,
             "PS_MAX_THREADS": MAX_THREADS}

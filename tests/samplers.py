@@ -266,7 +266,36 @@ def ring_positions(rng: np.random.Generator, p: dict[str, Any], rows: np.ndarray
         p["pos"][body, :2] = ring + rng.normal(0.0, 0.02, ring.shape)
 
 
+def surfaces(rng: np.random.Generator, p: dict[str, Any], n: int, nb: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """3D: ``nb`` bodies' surfaces, three rows a triangle (rows may be shared; some bodies
+    without the model), each a noisy octahedron around its own centre (or random triangles
+    when too few particles), laid out as bodies() lays out ranges."""
+    rows, starts, counts = bodies(rng, n, nb)
+    counts -= counts % 3
+    octahedron = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5],
+                           [3, 1, 5], [0, 3, 5]])
+    corners = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+    for s, c in zip(starts, counts, strict=True):
+        if c and n >= 6:
+            body = rng.choice(n, 6, replace=False)
+            tris = np.resize(octahedron, (c // 3, 3))
+            rows[s : s + c] = body[tris].reshape(-1)
+            p["pos"][body] = (corners * rng.uniform(0.3, 1.0) + rng.normal(0, 2, 3)
+                              + rng.normal(0.0, 0.02, (6, 3)))
+    return rows, starts, counts
+
+
 def sample_pressure(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    if dim == 3:
+        p = particles(rng, n, 3)
+        rows, starts, counts = surfaces(rng, p, n, max(1, n // 8))
+        nb = len(counts)
+        floor = rng.uniform(0.0, 0.05, nb)
+        if nb > 1:
+            floor[0] = 10.0  # a crushed body: the floor on the volume decides
+        return {"force": p["force"], "pos": p["pos"], "outline": rows, "body_start": starts,
+                "body_count": counts, "amount": rng.uniform(0.0, 50.0, nb), "min_area": floor}
     p = particles(rng, n, 2)
     rows, starts, counts = bodies(rng, n, max(1, n // 8))
     ring_positions(rng, p, rows, starts, counts)
@@ -279,13 +308,21 @@ def sample_pressure(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any
 
 
 def sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
-    p = particles(rng, n, 2)
+    d = 3 if dim == 3 else 2
+    p = particles(rng, n, d)
     rows, starts, counts = bodies(rng, n, max(1, n // 8))
-    ring_positions(rng, p, rows, starts, counts)
+    if d == 2:
+        ring_positions(rng, p, rows, starts, counts)
     nb = len(counts)
-    rest = rng.normal(0.0, 0.5, (len(rows), 2))
+    rest = rng.normal(0.0, 0.5, (len(rows), d))
     if nb:
         rest[starts[0] : starts[0] + counts[0]] = 0.0  # a degenerate rest shape: no rotation
+    if d == 3 and nb > 3:  # flat, collinear and mirrored rest shapes
+        rest[starts[1] : starts[1] + counts[1], 2] = 0.0
+        rest[starts[2] : starts[2] + counts[2], 1:] = 0.0
+        mirror = slice(starts[3], starts[3] + counts[3])
+        members = rows[mirror]
+        p["pos"][members] = rest[mirror] * [-1.0, 1.0, 1.0] + rng.normal(0.0, 0.01, (len(members), 3))
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
             "inv_mass": p["inv_mass"], "members": rows, "rest": rest, "body_start": starts,
             "body_count": counts, "stiffness": rng.uniform(0.0, 500.0, nb),

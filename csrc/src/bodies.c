@@ -53,6 +53,29 @@
  * its contact slips. A body with an immovable member is skipped (held, it
  * does not roll). Sliding or at rest (L = 0), nothing changes.
  *
+ * In 3D a body's outline range holds its closed surface, three rows a
+ * triangle (counter-clockwise seen from outside). Pressure: the enclosed
+ * volume V = 1/6 sum a . (b x c) (divergence theorem, exact for the
+ * polyhedron), P = amount / max(V, min_area) (min_area is then a tenth of the
+ * rest volume), and each triangle feels P times its area along its outward
+ * normal, a third on each corner: n2 = (b - a) x (c - a) (twice the area
+ * times the normal), F_a, F_b, F_c += (P / 6) n2, in that order.
+ * Shape matching in 3D: the best-fit rotation R (least squares over
+ * R q_i ~ r_i) by Horn's quaternion method: the unit quaternion of R is the
+ * eigenvector of the largest eigenvalue of a symmetric 4 x 4 matrix N made
+ * from S = sum q_i r_i^T (B. K. P. Horn 1987, "Closed-form solution of
+ * absolute orientation using unit quaternions"), found by PS_JACOBI_SWEEPS
+ * cyclic Jacobi sweeps. Unlike a polar decomposition of S (S^T S)^-1/2, it
+ * needs no inverse, so flat (coplanar) and collinear member sets give a
+ * rotation (for collinear members one of the equally good ones), and it
+ * always gives a proper rotation, never the reflection that fits a mirrored
+ * body; only square roots and divisions, so the NumPy twin matches bit for
+ * bit. With no information (a single member, S = 0) R = I. Mirrored: det S
+ * < 0 (in 2D the rule above is the same test: D^2 + S^2 - E^2 - T^2 = 4 det).
+ * Damping toward the rigid motion u + w x r_i, with w = I^-1 sum r_i x
+ * (v_i - u), I = sum |r_i|^2 1 - r_i r_i^T (unit masses, as in 2D) solved by
+ * its adjugate; for members on a line (det I <= 1e-12 (tr I / 3)^3), where
+ * spin about the line is undefined, w = 2 L / tr I (exact for a line).
  * Accumulation order: bodies in index order; sums over members or edges in
  * index order; pressure adds edge j's force to its first endpoint, then its
  * second. The NumPy twin follows the same order.
@@ -60,10 +83,53 @@
 #include <math.h>
 #include "internal.h"
 
+/* Twice a triangle's area times its normal, (b - a) x (c - a); and a . (b x c). */
+PS_INLINE void tri_normal(double n[3], const double *a, const double *b, const double *c)
+{
+    double e0 = b[0] - a[0], e1 = b[1] - a[1], e2 = b[2] - a[2];
+    double g0 = c[0] - a[0], g1 = c[1] - a[1], g2 = c[2] - a[2];
+    n[0] = e1 * g2 - e2 * g1;
+    n[1] = e2 * g0 - e0 * g2;
+    n[2] = e0 * g1 - e1 * g0;
+}
+
+PS_INLINE double triple(const double *a, const double *b, const double *c)
+{
+    return a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2])
+           + a[2] * (b[0] * c[1] - b[1] * c[0]);
+}
+
+static void pressure_3d(double *force, const double *pos, const int32_t *surface,
+                        const int32_t *body_start, const int32_t *body_count,
+                        const double *amount, const double *min_volume, int nb)
+{
+    for (int b = 0; b < nb; b++) {
+        const int32_t *t = surface + body_start[b];
+        int m = body_count[b] / 3;
+        double six = 0.0;
+        for (int j = 0; j < m; j++)
+            six = six + triple(pos + 3L * t[3 * j], pos + 3L * t[3 * j + 1], pos + 3L * t[3 * j + 2]);
+        double volume = six / 6.0;
+        double P = amount[b] / (volume > min_volume[b] ? volume : min_volume[b]);
+        double sixth = P / 6.0;
+        for (int j = 0; j < m; j++) {
+            long i[3] = {3L * t[3 * j], 3L * t[3 * j + 1], 3L * t[3 * j + 2]};
+            double n[3];
+            tri_normal(n, pos + i[0], pos + i[1], pos + i[2]);
+            for (int k = 0; k < 3; k++)
+                for (int c = 0; c < 3; c++) force[i[k] + c] += sixth * n[c];
+        }
+    }
+}
+
 void ps_pressure(double *force, const double *pos, const int32_t *outline,
                  const int32_t *body_start, const int32_t *body_count,
                  const double *amount, const double *min_area, int nb, int dim)
 {
+    if (dim == 3) {
+        pressure_3d(force, pos, outline, body_start, body_count, amount, min_area, nb);
+        return;
+    }
     for (int b = 0; b < nb; b++) {
         const int32_t *o = outline + body_start[b];
         int m = body_count[b];
@@ -87,12 +153,146 @@ void ps_pressure(double *force, const double *pos, const int32_t *outline,
     }
 }
 
+/* One Jacobi rotation of the symmetric 4 x 4 A zeroing A[p][q], accumulated into V's
+ * columns (Numerical Recipes' jacobi: theta = (a_qq - a_pp) / 2 a_pq, t = sgn(theta) /
+ * (|theta| + sqrt(theta^2 + 1)), c = 1 / sqrt(t^2 + 1), s = t c). A theta whose square
+ * overflows gives t = 0: the rotation is the identity (a_pq is then negligible). */
+static void jacobi_rotate(double A[4][4], double V[4][4], int p, int q)
+{
+    double apq = A[p][q];
+    if (apq == 0.0) return;
+    double theta = (A[q][q] - A[p][p]) / (2.0 * apq);
+    double t = 1.0 / (fabs(theta) + sqrt(theta * theta + 1.0));
+    if (theta < 0.0) t = -t;
+    double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+    for (int k = 0; k < 4; k++) {
+        if (k == p || k == q) continue;
+        double akp = A[k][p], akq = A[k][q];
+        A[k][p] = A[p][k] = c * akp - s * akq;
+        A[k][q] = A[q][k] = s * akp + c * akq;
+    }
+    double app = A[p][p], aqq = A[q][q];
+    A[p][p] = app - t * apq;
+    A[q][q] = aqq + t * apq;
+    A[p][q] = A[q][p] = 0.0;
+    for (int k = 0; k < 4; k++) {
+        double vkp = V[k][p], vkq = V[k][q];
+        V[k][p] = c * vkp - s * vkq;
+        V[k][q] = s * vkp + c * vkq;
+    }
+}
+
+/* The rotation R (row-major) best taking rest offsets q to offsets r, from S[a][b] = sum
+ * q_a r_b: Horn's quaternion method (see the top of the file). */
+static void best_rotation(double R[9], const double S[3][3])
+{
+    double xx = S[0][0], xy = S[0][1], xz = S[0][2], yx = S[1][0], yy = S[1][1], yz = S[1][2];
+    double zx = S[2][0], zy = S[2][1], zz = S[2][2];
+    double A[4][4] = {{xx + yy + zz, yz - zy, zx - xz, xy - yx},
+                      {yz - zy, xx - yy - zz, xy + yx, zx + xz},
+                      {zx - xz, xy + yx, -xx + yy - zz, yz + zy},
+                      {xy - yx, zx + xz, yz + zy, -xx - yy + zz}};
+    double V[4][4] = {{1.0, 0.0, 0.0, 0.0}, {0.0, 1.0, 0.0, 0.0}, {0.0, 0.0, 1.0, 0.0},
+                      {0.0, 0.0, 0.0, 1.0}};
+    for (int sweep = 0; sweep < PS_JACOBI_SWEEPS; sweep++)
+        for (int p = 0; p < 3; p++)
+            for (int q = p + 1; q < 4; q++) jacobi_rotate(A, V, p, q);
+    int k = 0;
+    for (int j = 1; j < 4; j++)
+        if (A[j][j] > A[k][k]) k = j;
+    double w = V[0][k], x = V[1][k], y = V[2][k], z = V[3][k];
+    double n = ((w * w + x * x) + y * y) + z * z;  /* 1 up to rounding */
+    double ww = w * w / n, xx2 = x * x / n, yy2 = y * y / n, zz2 = z * z / n;
+    double wx = 2.0 * (w * x) / n, wy = 2.0 * (w * y) / n, wz = 2.0 * (w * z) / n;
+    double xy2 = 2.0 * (x * y) / n, xz2 = 2.0 * (x * z) / n, yz2 = 2.0 * (y * z) / n;
+    R[0] = ((ww + xx2) - yy2) - zz2, R[1] = xy2 - wz, R[2] = xz2 + wy;
+    R[3] = xy2 + wz, R[4] = ((ww - xx2) + yy2) - zz2, R[5] = yz2 - wx;
+    R[6] = xz2 - wy, R[7] = yz2 + wx, R[8] = ((ww - xx2) - yy2) + zz2;
+}
+
+static void shape_match_3d(double *force, const double *pos, const double *vel,
+                           const double *mass, const double *inv_mass, const int32_t *members,
+                           const double *rest, const int32_t *body_start,
+                           const int32_t *body_count, const double *stiffness,
+                           const double *damping, int nb)
+{
+    for (int b = 0; b < nb; b++) {
+        const int32_t *idx = members + body_start[b];
+        const double *q = rest + 3L * body_start[b];
+        int m = body_count[b];
+        if (m == 0) continue;
+        double c[3] = {0.0, 0.0, 0.0}, u[3] = {0.0, 0.0, 0.0};
+        for (int j = 0; j < m; j++)
+            for (int a = 0; a < 3; a++) {
+                c[a] = c[a] + pos[3L * idx[j] + a];
+                u[a] = u[a] + vel[3L * idx[j] + a];
+            }
+        for (int a = 0; a < 3; a++) {
+            c[a] = c[a] / m;
+            u[a] = u[a] / m;
+        }
+        double S[3][3] = {{0.0}}, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
+        for (int j = 0; j < m; j++) {
+            const double *x = pos + 3L * idx[j], *v = vel + 3L * idx[j], *qj = q + 3L * j;
+            double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+            double g[3] = {v[0] - u[0], v[1] - u[1], v[2] - u[2]};
+            for (int a = 0; a < 3; a++)
+                for (int e = 0; e < 3; e++) S[a][e] = S[a][e] + qj[a] * r[e];
+            L[0] = L[0] + (r[1] * g[2] - r[2] * g[1]);
+            L[1] = L[1] + (r[2] * g[0] - r[0] * g[2]);
+            L[2] = L[2] + (r[0] * g[1] - r[1] * g[0]);
+            double rr = (r[0] * r[0] + r[1] * r[1]) + r[2] * r[2];
+            for (int a = 0; a < 3; a++)
+                for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + ((a == e ? rr : 0.0) - r[a] * r[e]);
+        }
+        double R[9];
+        best_rotation(R, S);
+        double det = S[0][0] * (S[1][1] * S[2][2] - S[1][2] * S[2][1])
+                     - S[0][1] * (S[1][0] * S[2][2] - S[1][2] * S[2][0])
+                     + S[0][2] * (S[1][0] * S[2][1] - S[1][1] * S[2][0]);
+        /* w = I^-1 L by the adjugate; members on a line: w = 2 L / tr I */
+        double a00 = I[1][1] * I[2][2] - I[1][2] * I[2][1], a01 = I[0][2] * I[2][1] - I[0][1] * I[2][2];
+        double a02 = I[0][1] * I[1][2] - I[0][2] * I[1][1], a11 = I[0][0] * I[2][2] - I[0][2] * I[2][0];
+        double a12 = I[0][2] * I[1][0] - I[0][0] * I[1][2], a22 = I[0][0] * I[1][1] - I[0][1] * I[1][0];
+        double detI = (I[0][0] * a00 + I[0][1] * (I[1][2] * I[2][0] - I[1][0] * I[2][2]))
+                      + I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
+        double tr = (I[0][0] + I[1][1]) + I[2][2], third = tr / 3.0, w[3] = {0.0, 0.0, 0.0};
+        if (detI > 1e-12 * (third * third * third)) {
+            w[0] = ((a00 * L[0] + a01 * L[1]) + a02 * L[2]) / detI;
+            w[1] = ((a01 * L[0] + a11 * L[1]) + a12 * L[2]) / detI;
+            w[2] = ((a02 * L[0] + a12 * L[1]) + a22 * L[2]) / detI;
+        } else if (tr > 0.0) {
+            for (int a = 0; a < 3; a++) w[a] = 2.0 * L[a] / tr;
+        }
+        double k = stiffness[b];
+        if (det < 0.0 && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            if (inv_mass[i] == 0.0) continue;
+            const double *x = pos + 3 * i, *v = vel + 3 * i, *qj = q + 3L * j;
+            double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+            double spin[3] = {w[1] * r[2] - w[2] * r[1], w[2] * r[0] - w[0] * r[2],
+                              w[0] * r[1] - w[1] * r[0]};
+            double mk = mass[i] * k, md = mass[i] * damping[b];
+            for (int a = 0; a < 3; a++) {
+                double target = c[a] + ((R[3 * a] * qj[0] + R[3 * a + 1] * qj[1]) + R[3 * a + 2] * qj[2]);
+                force[3 * i + a] += mk * (target - x[a]) + md * ((u[a] + spin[a]) - v[a]);
+            }
+        }
+    }
+}
+
 void ps_shape_match(double *force, const double *pos, const double *vel,
                     const double *mass, const double *inv_mass,
                     const int32_t *members, const double *rest,
                     const int32_t *body_start, const int32_t *body_count,
                     const double *stiffness, const double *damping, int nb, int dim)
 {
+    if (dim == 3) {
+        shape_match_3d(force, pos, vel, mass, inv_mass, members, rest, body_start, body_count,
+                       stiffness, damping, nb);
+        return;
+    }
     for (int b = 0; b < nb; b++) {
         const int32_t *idx = members + body_start[b];
         const double *q = rest + (long)body_start[b] * dim;

@@ -48,9 +48,28 @@ def check_ranges(index: str, any_dim: bool = False) -> Check:
         if idx.size and (idx.min() < 0 or idx.max() >= sizes["n"]):
             raise ValueError(f"{index} holds rows outside [0, {sizes['n']})")
         if not any_dim and sizes.get("dim", 2) != 2 and count.any():
-            raise ValueError("body models are 2D for now (dim must be 2)")
+            raise ValueError("rolling resistance is 2D for now (dim must be 2)")
+        if index == "outline" and sizes.get("dim", 2) == 3 and (count % 3).any():
+            raise ValueError("body_count: a 3D body's surface has three rows a triangle")
 
     return check
+
+
+def enclosed_volume(corners: np.ndarray) -> float:
+    """The volume a closed surface of triangles (T, 3, 3 corner positions, counter-clockwise
+    seen from outside) encloses: 1/6 sum a . (b x c) (divergence theorem)."""
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+
+
+def closed_surface(triangles: np.ndarray) -> bool:
+    """Whether triangles (T, 3) of labels form a closed, consistently oriented surface: each
+    directed edge once, and its reverse once."""
+    if not len(triangles):
+        return False
+    edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    directed = {tuple(e) for e in edges.tolist()}
+    return len(directed) == len(edges) and all((b, a) in directed for a, b in directed)
 
 
 _P, _S, _B = ("n", "dim"), ("n",), ("b",)
@@ -59,12 +78,12 @@ register(
     Kernel("pressure", "bodies",
            (Arg("force", _P), Arg("pos", _P), Arg("outline", ("e",), np.int32), *_RANGES,
             Arg("amount", _B), Arg("min_area", _B)),
-           ("b", "dim"), (), ("force",), check=check_ranges("outline")),
+           ("b", "dim"), (), ("force",), check=check_ranges("outline", any_dim=True)),
     Kernel("shape_match", "bodies",
            (Arg("force", _P), Arg("pos", _P), Arg("vel", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("members", ("e",), np.int32), Arg("rest", ("e", "dim")), *_RANGES,
             Arg("stiffness", _B), Arg("damping", _B)),
-           ("b", "dim"), (), ("force",), check=check_ranges("members")),
+           ("b", "dim"), (), ("force",), check=check_ranges("members", any_dim=True)),
     Kernel("rolling_resistance", "bodies",
            (Arg("vel", _P), Arg("rolled", _B), Arg("pos", _P), Arg("mass", _S), Arg("inv_mass", _S),
             Arg("contact_impulse", _S), Arg("members", ("e",), np.int32), *_RANGES,
@@ -160,11 +179,18 @@ class SoftBody(RowView):
     rest offsets from their centroid (shape matching's rest shape).
     """
 
-    __slots__ = ("_members", "_outline", "models")
+    __slots__ = ("_members", "_outline", "_particles", "_tets", "models")
 
-    def __init__(self, table: Table, members: Ragged, outline: Ragged, models: tuple[Any, ...]) -> None:
+    def __init__(self, table: Table, members: Ragged, outline: Ragged, models: tuple[Any, ...],
+                 particles: Table, tets: Ragged | None = None) -> None:
         super().__init__(table)
-        self._members, self._outline, self.models = members, outline, models
+        self._members, self._outline, self.models, self._tets = members, outline, models, tets
+        self._particles = particles
+
+    @property
+    def dim(self) -> int:
+        """2 or 3: the world's."""
+        return int(self._members.flat.arrays["rest"].shape[1])
 
     @property
     def particles(self) -> list[int]:
@@ -173,8 +199,39 @@ class SoftBody(RowView):
 
     @property
     def outline(self) -> list[int]:
-        """Outline particle entities, counter-clockwise."""
+        """Outline particle entities, counter-clockwise (2D; a 3D body has a ``surface``)."""
+        if self.dim == 3:
+            raise ValueError("outline: a 3D body has a surface of triangles (body.surface), not an outline")
         return [int(e) for e in self._outline.get(self.row, "particle")]
+
+    @property
+    def surface(self) -> np.ndarray:
+        """3D: the surface's triangles, (T, 3) particle entities, counter-clockwise seen from
+        outside (a copy). A closed surface encloses the body's volume; an open body's
+        (a cloth) is its sheet of triangles; a rope's is empty."""
+        if self.dim != 3:
+            raise ValueError("surface: a 2D body has an outline (body.outline), not a surface")
+        return self._outline.get(self.row, "particle").reshape(-1, 3).copy()
+
+    @property
+    def tetrahedra(self) -> np.ndarray:
+        """3D: the body's tetrahedra, (K, 4) particle entities, each positively oriented
+        (empty for a surface-only body; a copy)."""
+        if self._tets is None:
+            raise ValueError("tetrahedra: a 2D body has no tetrahedra")
+        return self._tets.get(self.row, "particle").reshape(-1, 4).copy()
+
+    @property
+    def volume(self) -> float:
+        """The volume its closed surface encloses now (m^3, divergence theorem; 0.0 for an
+        open surface); in 2D the area its outline encloses (m^2, signed: positive
+        counter-clockwise)."""
+        pos = self._particles.arrays["pos"][self._outline.get(self.row, "rows")]
+        if self.dim == 2:
+            return signed_area(pos) if len(pos) >= 3 else 0.0
+        if not self.table.arrays["flags"][self.row] & CLOSED:
+            return 0.0
+        return enclosed_volume(pos.reshape(-1, 3, 3))
 
     @property
     def rest(self) -> np.ndarray:
@@ -347,41 +404,63 @@ class Bodies(Feature):
             "rolled": f64,  # workspace of the rolling resistance: this frame's contact impulses so far
             "tangled": i32,  # the untangle pass's: 1 for a body it put back at its rest shape
             "entity": Field((), np.int64, -1),
+            **({"tet_start": i32, "tet_count": i32} if ctx.dim == 3 else {}),
         }, MAX_BODIES)
         particle = Field((), np.int64, -1)  # the member's particle entity
         members = ctx.store.table("body_members", {"rows": i32, "particle": particle,
                                                    "rest": Field((ctx.dim,), np.float64)}, MAX_MEMBERS)
         outline = ctx.store.table("body_outlines", {"rows": i32, "particle": particle}, MAX_MEMBERS)
         self.members, self.outline = Ragged(B, "member", members), Ragged(B, "outline", outline)
+        self.tets: Ragged | None = None  # 3D: each body's tetrahedra, four particles each
+        if ctx.dim == 3:
+            self.tets = Ragged(B, "tet", ctx.store.table("body_tets", {"particle": particle}, MAX_MEMBERS))
         self.incidence = Incidence()
         self.term = _BodyTerm(ctx, B, members, outline)
         ctx.pipeline.forces.append(self.term)
         self.rolling = _RollingTerm(ctx, B, members)
         ctx.pipeline.settle.append(self.rolling)
 
-    def add_body(self, outline: Sequence[int], *models: Pressure | ShapeMatching,
-                 particles: Sequence[int] | None = None, self_collision: bool = False,
-                 category: int = 1, mask: int = 0xFFFFFFFF, friction: float = 0.5,
-                 restitution: float = 0.0, rolling_resistance: float = 0.0) -> int:
-        """A soft body: ``outline`` particle entities (counter-clockwise; clockwise is reversed),
-        models (``Pressure``, ``ShapeMatching``), and optionally all its ``particles``
-        (default: the outline). Bodies may share particles. 2D for now.
+    def add_body(self, outline: Sequence[int] | Any, *models: Pressure | ShapeMatching,
+                 particles: Sequence[int] | None = None, tetrahedra: Any = None,
+                 self_collision: bool = False, category: int = 1, mask: int = 0xFFFFFFFF,
+                 friction: float = 0.5, restitution: float = 0.0,
+                 rolling_resistance: float = 0.0) -> int:
+        """A soft body: its boundary ``outline``, models (``Pressure``, ``ShapeMatching``), and
+        optionally all its ``particles`` (default: the boundary's). Bodies may share particles.
+
+        In 2D ``outline`` is particle entities in order around the body (counter-clockwise;
+        clockwise is reversed). In 3D it is the body's surface: (T, 3) particle entities, each
+        triangle counter-clockwise seen from outside (a closed surface given inside out is
+        reversed; an open one, a cloth's sheet, is kept as given; empty for a rope), and
+        ``tetrahedra`` (K, 4) particle entities may give a volumetric body's tetrahedra (each
+        reordered to positive volume; ``body.tetrahedra``), which must be members. Pressure
+        needs an outline that encloses an area (2D) or a closed surface that encloses a volume
+        (3D: each edge joins two triangles, consistently oriented).
 
         Bodies collide: another body's particles are kept out of an outline that encloses
-        an area. ``category``/``mask`` filter pairs as in Box2D (a pair collides if each
+        an area (2D). ``category``/``mask`` filter pairs as in Box2D (a pair collides if each
         one's category meets the other's mask); ``friction`` (Coulomb) and ``restitution``
         mix with the other body's as sqrt(mu1 mu2) and max(e1, e2); ``self_collision``
-        keeps the body from passing through itself. ``rolling_resistance`` (>= 0, default 0)
-        slows the body's spin while it touches colliders: each substep it loses up to
+        keeps the body from passing through itself. ``rolling_resistance`` (>= 0, default 0;
+        2D) slows the body's spin while it touches colliders: each substep it loses up to
         rolling_resistance x its normal load x the load's lever of angular momentum (Box2D's
-        rolling resistance; the builders default to 0.1).
+        rolling resistance; the 2D builders default to 0.1).
         """
-        if self.ctx.dim != 2:
-            raise ValueError("add_body: body models are 2D for now (this world has dim=3)")
-        ring = self._particle_list("outline", outline)
-        members = ring if particles is None else self._particle_list("particles", particles)
+        dim = self.ctx.dim
+        if dim == 3:
+            ring, tris = self._surface(outline)
+        else:
+            ring, tris = self._particle_list("outline", outline), None
+        members = np.unique(ring) if particles is None else self._particle_list("particles", particles)
+        if particles is None and dim == 2:
+            members = ring
+        tets = self._tetrahedra(tetrahedra, members)
+        if particles is None and tets is not None and len(tets):
+            members = np.concatenate([members, np.setdiff1d(tets.reshape(-1), members)])
         if not set(ring.tolist()) <= set(members.tolist()):
             raise ValueError("outline must be a subset of particles")
+        if tets is not None and not set(tets.reshape(-1).tolist()) <= set(members.tolist()):
+            raise ValueError("tetrahedra: every corner must be one of particles")
         kinds = [type(m) for m in models]
         for m in models:
             if not isinstance(m, (Pressure, ShapeMatching)):
@@ -396,30 +475,48 @@ class Bodies(Feature):
                     "friction": _validate.nonnegative("friction", friction),
                     "restitution": _validate.unit_interval("restitution", restitution),
                     "rolling_resistance": _validate.nonnegative("rolling_resistance", rolling_resistance)}
+        if dim == 3 and material["rolling_resistance"]:
+            raise ValueError("rolling_resistance: rolling resistance is 2D for now (this world has dim=3)")
         P = self.ctx.store.particles
         pos = P.arrays["pos"]
-        area = 0.0
-        if len(ring) >= 3:
-            area = signed_area(pos[P.rows(ring)])
+        span = float(np.ptp(pos[P.rows(ring)], axis=0).max()) if len(ring) else 0.0
+        if dim == 3:
+            closed = tris is not None and closed_surface(tris)
+            area = enclosed_volume(pos[P.rows(ring)].reshape(-1, 3, 3)) if closed else 0.0
             if area < 0.0:
-                ring, area = ring[::-1].copy(), -area
-        if Pressure in kinds and not area > 0.0:
-            raise ValueError("outline must enclose an area (3 or more particles, not collinear) "
-                             "for Pressure")
+                ring, area = ring.reshape(-1, 3)[:, ::-1].reshape(-1).copy(), -area
+            if Pressure in kinds and not (closed and area > 0.0):
+                raise ValueError("outline must be a closed surface (each edge joins two triangles, "
+                                 "consistently oriented) that encloses a volume, for Pressure")
+            enclosing = closed and area > 1e-12 * span**3
+        else:
+            area = 0.0
+            if len(ring) >= 3:
+                area = signed_area(pos[P.rows(ring)])
+                if area < 0.0:
+                    ring, area = ring[::-1].copy(), -area
+            if Pressure in kinds and not area > 0.0:
+                raise ValueError("outline must enclose an area (3 or more particles, not collinear) "
+                                 "for Pressure")
+            enclosing = area > 1e-12 * span * span  # a straight rope's rounding (1e-15 m^2) encloses nothing
         B = self.table
         B.room(1, "add_body")
         self.members.flat.room(len(members), "add_body")
         self.outline.flat.room(len(ring), "add_body")
+        if self.tets is not None and tets is not None:
+            self.tets.flat.room(tets.size, "add_body")
         xy = pos[P.rows(members)]
         entity = int(self.ctx.ecs.create(1, lambda: SoftBody(B, self.members, self.outline,
-                                                             models))[0])
-        span = float(np.ptp(pos[P.rows(ring)], axis=0).max()) if len(ring) else 0.0
-        if area > 1e-12 * span * span:  # a straight rope's rounding (1e-15 m^2) encloses nothing
+                                                             models, P, self.tets))[0])
+        if enclosing:
             flags |= CLOSED
         row = B.add(1, min_area=MIN_AREA_FRACTION * area, entity=[entity], flags=flags, **material)
         self.members.assign(row, rows=P.rows(members).astype(np.int32), particle=members,
                             rest=xy - xy.mean(axis=0))
         self.outline.assign(row, rows=P.rows(ring).astype(np.int32), particle=ring)
+        if self.tets is not None:
+            self.tets.assign(row, particle=(tets if tets is not None else np.zeros((0, 4), np.int64)
+                                            ).reshape(-1))
         for m in models:
             m.attach(B, entity)
             self.ctx.ecs.add_component(entity, m)
@@ -428,14 +525,47 @@ class Bodies(Feature):
         self._owners(members.tolist())
         return entity
 
-    def _particle_list(self, name: str, entities: Sequence[int]) -> np.ndarray:
-        ids = _validate.array(name, entities, (None,), integral=True)
-        if len(np.unique(ids)) != len(ids):
-            raise ValueError(f"{name} names a particle twice")
+    def _surface(self, outline: Any) -> tuple[np.ndarray, np.ndarray]:
+        """A 3D body's surface: its corners flat (T * 3 entities) and as (T, 3)."""
+        tris = _validate.array("outline", outline, (None, 3), integral=True) if len(
+            np.asarray(outline, dtype=object).reshape(-1)) else np.zeros((0, 3), np.int64)
+        if (tris[:, 0] == tris[:, 1]).any() or (tris[:, 1] == tris[:, 2]).any() or (
+                tris[:, 0] == tris[:, 2]).any():
+            raise ValueError("outline: a triangle names a particle twice")
+        self._live("outline", tris.reshape(-1))
+        return tris.reshape(-1).astype(np.int64), tris.astype(np.int64)
+
+    def _tetrahedra(self, tetrahedra: Any, members: np.ndarray) -> np.ndarray | None:
+        """The (K, 4) tetrahedra given, each ordered to positive volume (3D), or None."""
+        if tetrahedra is None:
+            return None
+        if self.ctx.dim != 3:
+            raise ValueError("tetrahedra: a 2D body has none (this world has dim=2)")
+        tets = _validate.array("tetrahedra", tetrahedra, (None, 4), integral=True).astype(np.int64)
+        if any(len(set(t)) != 4 for t in tets.tolist()):
+            raise ValueError("tetrahedra: a tetrahedron names a particle twice")
+        self._live("tetrahedra", tets.reshape(-1))
+        P = self.ctx.store.particles
+        x = P.arrays["pos"][P.rows(tets.reshape(-1))].reshape(-1, 4, 3)
+        six = np.einsum("ij,ij->i", x[:, 1] - x[:, 0], np.cross(x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]))
+        if not (six != 0.0).all():
+            raise ValueError("tetrahedra: a tetrahedron has zero volume")
+        flip = six < 0.0
+        tets[flip] = tets[flip][:, [0, 1, 3, 2]]
+        return tets
+
+    def _live(self, name: str, ids: np.ndarray) -> None:
+        """KeyError naming ``name`` unless every entity is a live particle."""
         row_of = self.ctx.store.particles.row_of
         bad = [e for e in ids.tolist() if e not in row_of]
         if bad:
             raise KeyError(f"{name}: entity {bad[0]} is not a live particle of this world")
+
+    def _particle_list(self, name: str, entities: Sequence[int]) -> np.ndarray:
+        ids = _validate.array(name, entities, (None,), integral=True)
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError(f"{name} names a particle twice")
+        self._live(name, ids)
         return ids
 
     def _owners(self, particles: list[int]) -> None:
@@ -468,7 +598,10 @@ class Bodies(Feature):
         body = cast(SoftBody, self.ctx.ecs.components[int(B.arrays["entity"][row])])
         had = B.arrays["pressure_count"][row] > 0, B.arrays["match_count"][row] > 0
         outline = int(B.arrays["outline_count"][row])
-        B.arrays["pressure_count"][row] = outline if body.pressure is not None and outline >= 3 else 0
+        gas = body.pressure is not None and outline >= 3
+        if self.ctx.dim == 3:  # a surface holds gas while it is closed
+            gas = gas and bool(B.arrays["flags"][row] & CLOSED)
+        B.arrays["pressure_count"][row] = outline if gas else 0
         B.arrays["match_count"][row] = (B.arrays["member_count"][row]
                                         if body.shape_matching is not None else 0)
         term.with_pressure += int(B.arrays["pressure_count"][row] > 0) - int(had[0])
@@ -481,6 +614,11 @@ class Bodies(Feature):
             for body in set(self.incidence.owners([a])) & set(self.incidence.owners([b])):
                 row = self.table.row_of[body]
                 if not self.table.arrays["pressure_count"][row]:
+                    continue
+                if self.ctx.dim == 3:  # a torn edge of the surface: two corners of a triangle
+                    tris = self.outline.get(row, "particle").reshape(-1, 3)
+                    if ((tris == a).any(axis=1) & (tris == b).any(axis=1)).any():
+                        self.table.arrays["amount"][row] = 0.0
                     continue
                 ring = self.outline.get(row, "particle").tolist()
                 if a in ring and b in ring:
@@ -508,6 +646,8 @@ class Bodies(Feature):
         mass-weighted centroids; the outlines' signed areas; and angles (rad), the best-fit
         rotation of the members from their rest shape (shape matching's, atan2(S, D))."""
         B, dim = self.table, self.ctx.dim
+        if dim != 2:
+            raise ValueError("body_shapes is 2D for now (this world has dim=3)")
         P = self.ctx.store.particles.arrays
         pos, mass = P["pos"], P["mass"]
         offsets = np.concatenate([[0], np.cumsum(B.view("outline_count"), dtype=np.int64)])
@@ -542,6 +682,8 @@ class Bodies(Feature):
     def body_at(self, point: Any) -> int | None:
         """The body whose outline encloses ``point`` (even-odd rule; of several, the one
         added last, drawn on top), or None. 2D; closed outlines only."""
+        if self.ctx.dim != 2:
+            raise ValueError("body_at is 2D for now (this world has dim=3)")
         p = _validate.vector("point", point, self.ctx.dim)
         B = self.table
         if not B.n:
@@ -570,6 +712,8 @@ class Bodies(Feature):
             freed.extend(members)
             self.members.release(row)
             self.outline.release(row)
+            if self.tets is not None:
+                self.tets.release(row)
             self._counts(row)
         _, moved_to = B.remove_rows(B.rows(entities))
         self.ctx.ecs.delete(entities)
@@ -582,6 +726,8 @@ class Bodies(Feature):
         for body in self.incidence.owners(particles):
             row = self.table.row_of[body]
             gone = [e for e in self.members.get(row, "particle").tolist() if e in doomed]
+            if self.tets is not None:  # 3D: the triangles and tetrahedra of a doomed particle go
+                self._drop_cells(row, doomed)
             for ragged in (self.outline, self.members):
                 names = ragged.get(row, "particle").tolist()
                 for i in reversed([i for i, e in enumerate(names) if e in doomed]):
@@ -593,7 +739,24 @@ class Bodies(Feature):
             self._counts(row)
             if len(self.outline.get(row, "particle")) < 3:
                 self.table.arrays["flags"][row] &= ~CLOSED
+                self._counts(row)
             self._owners(self.members.get(row, "particle").tolist())
+
+    def _drop_cells(self, row: int, doomed: set[int]) -> None:
+        """3D: drop body ``row``'s surface triangles and tetrahedra that have a corner in
+        ``doomed`` (a surface that loses a triangle is open: it holds no gas)."""
+        assert self.tets is not None
+        for ragged, width in ((self.outline, 3), (self.tets, 4)):
+            cells = ragged.get(row, "particle").reshape(-1, width)
+            keep = ~np.isin(cells, list(doomed)).any(axis=1)
+            if keep.all():
+                continue
+            values = {f: ragged.get(row, f).reshape(len(cells), -1)[keep].reshape(-1).copy()
+                      for f in ragged.flat.arrays}
+            ragged.assign(row, **values)
+            if ragged is self.outline:
+                self.table.arrays["flags"][row] &= ~CLOSED
+        self._counts(row)
 
     def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
         new_row = dict(zip(entities.tolist(), rows.tolist(), strict=True))

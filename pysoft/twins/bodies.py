@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from pysoft._constants import UNMIRROR_STIFFNESS
+from pysoft._constants import JACOBI_SWEEPS, UNMIRROR_STIFFNESS
 from pysoft.twins._common import F64, I32, ranges, scatter_add
 
 
@@ -16,7 +16,11 @@ def pressure(
     force: F64, pos: F64, outline: I32, body_start: I32, body_count: I32, amount: F64,
     min_area: F64, nb: int, dim: int,
 ) -> None:
-    """Ideal-gas pressure amount / area on each outline edge, half to each endpoint."""
+    """Ideal-gas pressure amount / area on each outline edge, half to each endpoint (3D: amount
+    / volume on each surface triangle, a third to each corner)."""
+    if dim == 3:
+        _pressure_3d(force, pos, outline, body_start, body_count, amount, min_area, nb)
+        return
     body, j = ranges(body_start, body_count, nb)
     if not len(body):
         return
@@ -30,6 +34,39 @@ def pressure(
     f = np.stack([half[body] * (q[:, 1] - p[:, 1]), half[body] * -(q[:, 0] - p[:, 0])], axis=1)
     rows = np.stack([outline[j], outline[nxt]], axis=1).reshape(-1)
     scatter_add(force, rows, np.repeat(f, 2, axis=0))
+
+
+def _triple(a: F64, b: F64, c: F64) -> F64:
+    """a . (b x c) per row, in bodies.c's order."""
+    return (a[:, 0] * (b[:, 1] * c[:, 2] - b[:, 2] * c[:, 1])
+            + a[:, 1] * (b[:, 2] * c[:, 0] - b[:, 0] * c[:, 2])
+            + a[:, 2] * (b[:, 0] * c[:, 1] - b[:, 1] * c[:, 0]))
+
+
+def _tri_normal(a: F64, b: F64, c: F64) -> F64:
+    """(b - a) x (c - a) per row (twice the area times the normal)."""
+    e, g = b - a, c - a
+    return np.stack([e[:, 1] * g[:, 2] - e[:, 2] * g[:, 1], e[:, 2] * g[:, 0] - e[:, 0] * g[:, 2],
+                     e[:, 0] * g[:, 1] - e[:, 1] * g[:, 0]], axis=1)
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without the model: 0/0, unused
+def _pressure_3d(force: F64, pos: F64, surface: I32, body_start: I32, body_count: I32, amount: F64,
+                 min_volume: F64, nb: int) -> None:
+    """amount / volume on each surface triangle along its normal, a third to each corner."""
+    body, j = ranges(body_start, (body_count[:nb] // 3 * 3).astype(np.int32), nb)
+    first = (j - body_start[body]) % 3 == 0
+    body, j = body[first], j[first]
+    if not len(body):
+        return
+    a, b, c = pos[surface[j]], pos[surface[j + 1]], pos[surface[j + 2]]
+    six = np.zeros(nb)
+    np.add.at(six, body, _triple(a, b, c))
+    volume = six / 6.0
+    sixth = (amount[:nb] / np.where(volume > min_volume[:nb], volume, min_volume[:nb])) / 6.0
+    f = sixth[body][:, None] * _tri_normal(a, b, c)
+    rows = np.stack([surface[j], surface[j + 1], surface[j + 2]], axis=1).reshape(-1)
+    scatter_add(force, rows, np.repeat(f, 3, axis=0))
 
 
 class Fit(NamedTuple):
@@ -85,6 +122,10 @@ def shape_match(
 ) -> None:
     """Pull members toward the best-fit rotated rest shape; damp toward the rigid motion."""
     if not body_count[:nb].any():
+        return
+    if dim == 3:
+        _shape_match_3d(force, pos, vel, mass, inv_mass, members, rest, body_start, body_count,
+                        stiffness, damping, nb)
         return
     f = rigid_fit(pos, vel, members, rest, body_start, body_count, nb)
     body, idx, q, rx, ry = f.body, f.idx, f.q, f.rx, f.ry
@@ -154,3 +195,108 @@ def _rolling(vel: F64, rolled: F64, pos: F64, mass: F64, inv_mass: F64, contact_
     rows, b = idx[live], body[live]
     np.add.at(vel, (rows, 0), dw[b] * -ry[live])  # unbuffered: a member listed twice moves twice
     np.add.at(vel, (rows, 1), dw[b] * rx[live])
+
+
+@np.errstate(divide="ignore", invalid="ignore", over="ignore")  # a theta whose square overflows: t = 0
+def best_rotation(S: F64) -> F64:
+    """bodies.c's best_rotation for each (3, 3) S[b] = sum q r^T: Horn's quaternion by cyclic
+    Jacobi sweeps, the same operations, bodies side by side; (nb, 3, 3) rotations."""
+    xx, xy, xz, yx, yy, yz, zx, zy, zz = (S[:, a, e] for a in range(3) for e in range(3))
+    A = np.stack([np.stack([xx + yy + zz, yz - zy, zx - xz, xy - yx], axis=1),
+                  np.stack([yz - zy, xx - yy - zz, xy + yx, zx + xz], axis=1),
+                  np.stack([zx - xz, xy + yx, -xx + yy - zz, yz + zy], axis=1),
+                  np.stack([xy - yx, zx + xz, yz + zy, -xx - yy + zz], axis=1)], axis=1)
+    V = np.broadcast_to(np.eye(4), A.shape).copy()
+    for _ in range(JACOBI_SWEEPS):
+        for p in range(3):
+            for q in range(p + 1, 4):
+                apq = A[:, p, q].copy()
+                go = apq != 0.0
+                theta = (A[:, q, q] - A[:, p, p]) / (2.0 * apq)
+                t = 1.0 / (np.abs(theta) + np.sqrt(theta * theta + 1.0))
+                t = np.where(theta < 0.0, -t, t)
+                c = 1.0 / np.sqrt(t * t + 1.0)
+                s = t * c
+                for r in range(4):
+                    if r in (p, q):
+                        continue
+                    akp, akq = A[:, r, p].copy(), A[:, r, q].copy()
+                    A[:, r, p] = A[:, p, r] = np.where(go, c * akp - s * akq, akp)
+                    A[:, r, q] = A[:, q, r] = np.where(go, s * akp + c * akq, akq)
+                app, aqq = A[:, p, p].copy(), A[:, q, q].copy()
+                A[:, p, p] = np.where(go, app - t * apq, app)
+                A[:, q, q] = np.where(go, aqq + t * apq, aqq)
+                A[:, p, q] = A[:, q, p] = np.where(go, 0.0, apq)
+                for r in range(4):
+                    vkp, vkq = V[:, r, p].copy(), V[:, r, q].copy()
+                    V[:, r, p] = np.where(go, c * vkp - s * vkq, vkp)
+                    V[:, r, q] = np.where(go, s * vkp + c * vkq, vkq)
+    k: NDArray[np.intp] = np.zeros(len(S), np.intp)
+    best = A[:, 0, 0].copy()
+    for j in range(1, 4):
+        higher = A[:, j, j] > best
+        k = np.where(higher, j, k)
+        best = np.where(higher, A[:, j, j], best)
+    w, x, y, z = (V[np.arange(len(S)), i, k] for i in range(4))
+    n = ((w * w + x * x) + y * y) + z * z
+    ww, xx2, yy2, zz2 = w * w / n, x * x / n, y * y / n, z * z / n
+    wx, wy, wz = 2.0 * (w * x) / n, 2.0 * (w * y) / n, 2.0 * (w * z) / n
+    xy2, xz2, yz2 = 2.0 * (x * y) / n, 2.0 * (x * z) / n, 2.0 * (y * z) / n
+    R = np.stack([((ww + xx2) - yy2) - zz2, xy2 - wz, xz2 + wy,
+                  xy2 + wz, ((ww - xx2) + yy2) - zz2, yz2 - wx,
+                  xz2 - wy, yz2 + wx, ((ww - xx2) - yy2) + zz2], axis=1)
+    return R.reshape(-1, 3, 3)
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies without members: 0/0, unused
+def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
+                    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int) -> None:
+    """shape_match in 3D (bodies.c's shape_match_3d): the best-fit rotation by Horn's method,
+    the damping's spin from the members' inertia tensor."""
+    body, j = ranges(body_start, body_count, nb)
+    idx = members[j]
+    x, v, q = pos[idx], vel[idx], rest[j]
+    sums = np.zeros((nb, 6))
+    np.add.at(sums, body, np.concatenate([x, v], axis=1))
+    count = body_count[:nb].astype(np.float64)
+    c, u = sums[:, :3] / count[:, None], sums[:, 3:] / count[:, None]
+    r, g = x - c[body], v - u[body]
+    rr = (r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1]) + r[:, 2] * r[:, 2]
+    terms = [q[:, a] * r[:, e] for a in range(3) for e in range(3)]
+    terms += [r[:, 1] * g[:, 2] - r[:, 2] * g[:, 1], r[:, 2] * g[:, 0] - r[:, 0] * g[:, 2],
+              r[:, 0] * g[:, 1] - r[:, 1] * g[:, 0]]
+    terms += [(rr if a == e else 0.0) - r[:, a] * r[:, e] for a in range(3) for e in range(3)]
+    acc = np.zeros((nb, 21))
+    np.add.at(acc, body, np.stack(terms, axis=1))
+    S, L, inertia = acc[:, :9].reshape(-1, 3, 3), acc[:, 9:12], acc[:, 12:].reshape(-1, 3, 3)
+    R = best_rotation(S)
+    det = (S[:, 0, 0] * (S[:, 1, 1] * S[:, 2, 2] - S[:, 1, 2] * S[:, 2, 1])
+           - S[:, 0, 1] * (S[:, 1, 0] * S[:, 2, 2] - S[:, 1, 2] * S[:, 2, 0])
+           + S[:, 0, 2] * (S[:, 1, 0] * S[:, 2, 1] - S[:, 1, 1] * S[:, 2, 0]))
+    def i(a: int, e: int) -> F64:
+        return inertia[:, a, e]
+
+    a00, a01 = i(1, 1) * i(2, 2) - i(1, 2) * i(2, 1), i(0, 2) * i(2, 1) - i(0, 1) * i(2, 2)
+    a02, a11 = i(0, 1) * i(1, 2) - i(0, 2) * i(1, 1), i(0, 0) * i(2, 2) - i(0, 2) * i(2, 0)
+    a12, a22 = i(0, 2) * i(1, 0) - i(0, 0) * i(1, 2), i(0, 0) * i(1, 1) - i(0, 1) * i(1, 0)
+    detI = ((i(0, 0) * a00 + i(0, 1) * (i(1, 2) * i(2, 0) - i(1, 0) * i(2, 2)))
+            + i(0, 2) * (i(1, 0) * i(2, 1) - i(1, 1) * i(2, 0)))
+    tr = (i(0, 0) + i(1, 1)) + i(2, 2)
+    third = tr / 3.0
+    solved = detI > 1e-12 * (third * third * third)
+    adj = np.stack([np.stack([a00, a01, a02], axis=1), np.stack([a01, a11, a12], axis=1),
+                    np.stack([a02, a12, a22], axis=1)], axis=1)
+    by_adj = ((adj[:, :, 0] * L[:, 0:1] + adj[:, :, 1] * L[:, 1:2]) + adj[:, :, 2] * L[:, 2:3])
+    by_adj = by_adj / detI[:, None]
+    line = np.where((tr > 0.0)[:, None], 2.0 * L / tr[:, None], 0.0)
+    w = np.where(solved[:, None], by_adj, line)
+    k = np.where((det < 0.0) & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
+    wb = w[body]
+    spin = np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
+                     wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
+    Rb = R[body]
+    target = c[body] + ((Rb[:, :, 0] * q[:, 0:1] + Rb[:, :, 1] * q[:, 1:2]) + Rb[:, :, 2] * q[:, 2:3])
+    mk, md = (mass[idx] * k[body])[:, None], (mass[idx] * damping[body])[:, None]
+    out = mk * (target - x) + md * ((u[body] + spin) - v)
+    live = inv_mass[idx] != 0.0
+    scatter_add(force, idx[live], out[live])

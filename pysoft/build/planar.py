@@ -1,35 +1,4 @@
-"""Builders: a few arguments in, a stable soft body out (``pysoft.build.box(world, ...)``).
-
-Every builder returns the body entity. ``model`` picks how the body holds
-its shape: ``"springs"`` (a spring lattice, with an area spring on each of its
-triangles unless shape matching or XPBD orients it: see _orient; a ring's are each edge
-with the particle across the ring), ``"xpbd"`` (the same lattice as
-XPBD distance constraints, plus area constraints on its triangles where the
-builder has them), ``"pressure"`` (gas inside the outline),
-``"shape_matching"`` (pull toward the best-fit rest shape), or several of
-them as a tuple or ``"springs+pressure"``. Defaults are stable at
-the World's default dt (1/60 s) and substeps (8): spring stiffness scales with
-particle mass (k/m = 5000 s^-2) and damping gives a damping ratio of about 0.2.
-A gas body bounces almost elastically (its edge springs barely change length
-as it flattens) and XPBD constraints carry no damping of their own, so
-pressure and XPBD bodies without shape matching also get ``wobble_damping``
-(1/s): ShapeMatching with stiffness 0, which damps motion relative to the
-body's rigid motion and leaves its flight and spin alone.
-XPBD bodies take ``compliance`` (m/N, default 1e-5: stiff) for their
-distance constraints and ``area_compliance`` (default 0: area kept) for
-their triangles. Every builder also takes the body's collision options,
-keyword-only, as ``World.add_body`` does: ``category``, ``mask``,
-``self_collision``, ``friction``, ``restitution`` and ``rolling_resistance``
-(default 0.1 here, 0 for ``World.add_body``); and ``max_strain``
-(length / rest length, > 1): the body's springs tear beyond it, and a gas body
-whose outline tears loses its gas (a balloon pops).
-
-An argument left at None is derived: ``stiffness`` and ``damping`` from the particle mass,
-``amount`` from the mass and the body's area; ``max_strain=None`` never tears. Every other
-argument must be given (None is a ValueError naming it), and a refused builder adds nothing.
-An error names the argument the caller passed, also when a value derived from it is what
-overflows (a stiffness from an enormous ``mass`` names ``mass``).
-"""
+"""The 2D builders, and the helpers the 3D ones share (pysoft.build.solid): see pysoft.build."""
 
 from __future__ import annotations
 
@@ -365,7 +334,18 @@ def _default_amount(mass: float, area: float, names: str) -> float:
 
 def gas_forces(pos: np.ndarray, outline: np.ndarray, amount: float) -> np.ndarray:
     """The pressure term's forces at ``pos``: each outline edge pushed outward with
-    pressure x length (pressure = amount / area), half on each end."""
+    pressure x length (pressure = amount / area), half on each end; in 3D (``outline`` the
+    surface's (T, 3) triangles) each triangle with pressure x area (pressure = amount /
+    volume), a third on each corner."""
+    if outline.ndim == 2:
+        a, b, c = (pos[outline[:, i]] for i in range(3))
+        normal = np.cross(b - a, c - a)  # twice the area, outward
+        volume = float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+        push3 = amount / volume / 6.0 * normal
+        f = np.zeros_like(pos)
+        for i in range(3):
+            np.add.at(f, outline[:, i], push3)
+        return f
     ring = pos[outline]
     edge = np.roll(ring, -1, axis=0) - ring
     push = 0.5 * amount / abs(signed_area(ring)) * np.stack([edge[:, 1], -edge[:, 0]], axis=1)
@@ -397,10 +377,11 @@ def _prestress(world: World, pos: np.ndarray, pairs: np.ndarray, outline: np.nda
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
     length = np.linalg.norm(d, axis=1)
     u = d / length[:, None]
-    n, m = len(pos), len(pairs)
-    rows = np.concatenate([2 * pairs[:, 0], 2 * pairs[:, 0] + 1, 2 * pairs[:, 1], 2 * pairs[:, 1] + 1])
-    data = np.concatenate([u[:, 0], u[:, 1], -u[:, 0], -u[:, 1]])
-    a = coo_matrix((data, (rows, np.tile(np.arange(m), 4))), shape=(2 * n, m)).tocsr()
+    (n, dim), m = pos.shape, len(pairs)
+    rows = np.concatenate([dim * pairs[:, 0] + i for i in range(dim)]
+                          + [dim * pairs[:, 1] + i for i in range(dim)])
+    data = np.concatenate([u[:, i] for i in range(dim)] + [-u[:, i] for i in range(dim)])
+    a = coo_matrix((data, (rows, np.tile(np.arange(m), 2 * dim))), shape=(dim * n, m)).tocsr()
     with np.errstate(over="ignore", invalid="ignore"):
         push = gas_forces(pos, outline, amount)
     _derived(sources.gas, "the gas's push on the outline", push)
@@ -499,7 +480,8 @@ def _placeable(pos: np.ndarray, names: str, pairs: np.ndarray) -> None:
     that: a ring far away rounds onto a line), no size whose square overflows."""
     validate.extent(names, pos)
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
-    closest = float(np.hypot(d[:, 0], d[:, 1]).min()) if len(d) else math.inf
+    length = np.hypot(d[:, 0], d[:, 1]) if d.shape[1] == 2 else np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])
+    closest = float(length.min()) if len(d) else math.inf
     far = float(np.abs(pos).max()) if len(pos) else 0.0
     if not closest >= max(MIN_SPACING, PRECISION * far):
         raise ValueError(f"{names}: the body's particles would be {closest:.3g} m apart (at least "
@@ -693,8 +675,9 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
     _optional(stiffness=stiffness, damping=damping)
     _check(bending=bending, compliance=compliance, particle_radius=particle_radius)
     tear = _tear(max_strain, {model} if bending == 0 else {model, "springs"})
-    a = validate.vector("start", start, 2)
-    b = validate.vector("end", end, 2)
+    dim = world.dim if isinstance(world, World) else 2
+    a = validate.vector("start", start, dim)
+    b = validate.vector("end", end, dim)
     n = validate.integer("segments", segments, 1) + 1
     _count("segments", n, 2 * n)
     ends = _rope_pins(pin)
@@ -716,6 +699,9 @@ def rope(world: World, start: Sequence[float] = (0.0, 2.0), end: Sequence[float]
             j = np.arange(n - 2)
             world.add_springs(entities[np.stack([j, j + 2], 1)], stiffness=bending, damping=d,
                               max_strain=tear)
+        if dim == 3:  # a rope has no surface
+            return world.add_body(np.zeros((0, 3), np.int64), particles=entities.tolist(),
+                                  **{**body, "rolling_resistance": 0.0})
         return world.add_body(entities.tolist(), **body)
 
 

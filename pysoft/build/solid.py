@@ -1,0 +1,260 @@
+"""3D builders: solids of tetrahedra, closed surfaces, blobs (``pysoft.build.cube(world, ...)``).
+
+The same models as in 2D (see pysoft.build): ``"xpbd"`` (a tetrahedral lattice whose edges
+are XPBD distance constraints and whose tetrahedra keep their volume), ``"springs"`` (the
+lattice's edges as springs), ``"pressure"`` (gas inside the closed surface) and
+``"shape_matching"`` (pull toward the best-fit rotated rest shape). A body of only gas
+and/or shape matching is surface-only: its particles are its surface's, and a gas bag's
+skin is springs along the surface's edges, prestressed so the built shape holds its gas.
+The defaults follow 2D's: spring stiffness from the particle mass (k / m = 5000 s^-2),
+a damping ratio of about 0.2, ``wobble_damping`` for bodies without shape matching.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pysoft import _validate as validate
+from pysoft.build import planar
+from pysoft.build.planar import (
+    _body,
+    _body_models,
+    _check,
+    _count,
+    _derived,
+    _models,
+    _optional,
+    _or_undo,
+    _prestress,
+    _skin,
+    _sources,
+    _spring_defaults,
+    _tear,
+)
+from pysoft.world import World
+
+# Each cube of a lattice as six tetrahedra around its diagonal from corner 0 to corner 7
+# (corner x + 2 y + 4 z): one per order of the three axes (Freudenthal's split). Every face of
+# every cube is cut along the diagonal through its lowest corner, so neighbours' tetrahedra
+# meet face to face.
+_FREUDENTHAL = np.array([[0, 1, 3, 7], [0, 1, 5, 7], [0, 2, 3, 7], [0, 2, 6, 7], [0, 4, 5, 7],
+                         [0, 4, 6, 7]])
+# a positively oriented tetrahedron (a, b, c, d)'s faces, counter-clockwise seen from outside
+_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+
+
+def _cells3(cells: Any) -> tuple[int, int, int]:
+    """``cells``: a number or three, each >= 1; the particles along each axis."""
+    counts = np.broadcast_to(validate.array("cells", cells, (None,) if np.ndim(cells) else (),
+                                            integral=True), (3,))
+    nx, ny, nz = (validate.integer("cells", int(n), 1) + 1 for n in counts)
+    return nx, ny, nz
+
+
+def _size3(size: Any) -> np.ndarray:
+    """``size``: a number or three, each > 0 (m)."""
+    v = np.broadcast_to(validate.array("size", size, (None,) if np.ndim(size) else ()), (3,)).astype(float)
+    if v.shape != (3,) or not (v > 0).all():
+        raise ValueError(f"size must be > 0 along every axis, got {size!r}")
+    return v
+
+
+def oriented(pos: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """``tets`` (K, 4), each reordered to positive volume at ``pos``."""
+    x = pos[tets]
+    six = np.einsum("ij,ij->i", x[:, 1] - x[:, 0], np.cross(x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]))
+    out = tets.copy()
+    out[six < 0.0] = out[six < 0.0][:, [0, 1, 3, 2]]
+    return out
+
+
+def lattice(nx: int, ny: int, nz: int) -> tuple[np.ndarray, np.ndarray]:
+    """A grid of nx x ny x nz points (index x + nx (y + ny z)) in the unit cube, and its
+    tetrahedra, six a cell (positively oriented)."""
+    g = [np.linspace(0.0, 1.0, n) for n in (nx, ny, nz)]
+    z, y, x = np.meshgrid(g[2], g[1], g[0], indexing="ij")
+    pos = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1)
+    idx = np.arange(nx * ny * nz).reshape(nz, ny, nx)
+    corner = np.stack([idx[k:nz - 1 + k, j:ny - 1 + j, i:nx - 1 + i].ravel()
+                       for k in (0, 1) for j in (0, 1) for i in (0, 1)], axis=1)  # x + 2 y + 4 z
+    tets = corner[:, _FREUDENTHAL].reshape(-1, 4)
+    return pos, oriented(pos, tets)
+
+
+def boundary(tets: np.ndarray) -> np.ndarray:
+    """The faces of positively oriented ``tets`` that no other of them shares: their closed
+    surface, (T, 3), counter-clockwise seen from outside."""
+    faces = tets[:, _FACES].reshape(-1, 3)
+    key = np.sort(faces, axis=1)
+    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+    out: np.ndarray = faces[np.sort(first[counts == 1])]
+    return out
+
+
+def edges(cells: np.ndarray) -> np.ndarray:
+    """The distinct edges (E, 2) of triangles or tetrahedra ``cells``, each low index first,
+    sorted."""
+    w = cells.shape[1]
+    pairs = np.concatenate([cells[:, [i, j]] for i in range(w) for j in range(i + 1, w)])
+    return np.unique(np.sort(pairs, axis=1), axis=0)
+
+
+def _default_amount(mass: float, volume: float, names: str) -> float:
+    """The default gas: pressure 2 m g / (pi R_eq^2) (R_eq: the radius of a ball of the body's
+    volume), which carries about four times the body's weight before it flattens (2D's rule
+    over a disc's cross-section); amount = P V."""
+    if not volume > 0.0:
+        raise ValueError(f"{names}: the surface encloses no volume ({volume:.3g} m^3)")
+    r = (3.0 * volume / (4.0 * math.pi)) ** (1.0 / 3.0)
+    amount = float(2.0 * mass * 9.81 / (math.pi * r * r) * volume)
+    _derived(names, "the default amount of gas (2 m g / (pi R_eq^2) x volume)", amount)
+    return amount
+
+
+def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, models: set[str],
+          mass: float, names: str, stiffness: float | None, damping: float | None,
+          amount: float | None, match: tuple[float, float], wobble_damping: float,
+          compliance: float, volume_compliance: float, particle_radius: float,
+          body: dict[str, Any], max_strain: float | None) -> int:
+    """A 3D body from points ``pos``, positively oriented tetrahedra and their closed surface
+    (outward), with ``models``: volumetric (all points, the tetrahedra's edges as springs
+    and/or XPBD constraints, the tetrahedra's volumes kept under XPBD) when the models have
+    springs or XPBD, else surface-only (the surface's points; a gas bag's skin of springs
+    along its edges). Everything is checked before the first particle is added."""
+    skin = _skin(models, 1.0, stiffness, damping)  # a gas bag's skin follows from its gas
+    if not {"springs", "xpbd"} & models:  # surface-only: keep the surface's points
+        keep = np.unique(surface)
+        index = np.full(len(pos), -1, np.int64)
+        index[keep] = np.arange(len(keep))
+        pos, surface, tets = pos[keep], index[surface], np.zeros((0, 4), np.int64)
+        pairs = edges(surface) if "pressure" in models else np.zeros((0, 2), np.int64)
+        if pairs.size:
+            models = models | {"springs"}  # a gas bag's skin
+    else:
+        pairs = edges(tets)
+    n = len(pos)
+    _count(names, n, len(pairs))
+    m = validate.positive("mass", mass) / n
+    k, d = _spring_defaults(m, stiffness, damping)
+    particles = planar._particles(pos, m, particle_radius, names, pairs)
+    sources = _sources(stiffness, damping, amount, names)
+    volume = float(np.einsum("ij,ij->", pos[surface[:, 0]], np.cross(pos[surface[:, 1]], pos[surface[:, 2]])))
+    volume /= 6.0
+    if "pressure" in models and amount is None:
+        amount = _default_amount(float(mass), volume, sources.gas)
+    springs: dict[str, Any] | None = None
+    if "springs" in models and len(pairs):
+        rest = None
+        if "pressure" in models and amount:
+            bag = None if skin is None else (m, *skin[1:])
+            k, d, rest = _prestress(world, pos, pairs, surface, amount, k, d, bag, sources)
+        springs = {"stiffness": k, "damping": d, "rest_lengths": rest, "max_strain": max_strain}
+    alpha = (validate.nonnegative("compliance", compliance),
+             validate.nonnegative("volume_compliance", volume_compliance))
+    chosen = _body_models(models, amount, match, wobble_damping)
+    entities = planar._add(world, particles)
+    with _or_undo(world, entities):
+        if springs is not None:
+            world.add_springs(entities[pairs], **springs)
+        if "xpbd" in models:
+            world.add_distance_constraints(entities[pairs], alpha[0])
+            world.add_volume_constraints(entities[tets], alpha[1])
+        return world.add_body(entities[surface], *chosen, particles=entities.tolist(),
+                              tetrahedra=entities[tets] if len(tets) else None, **body)
+
+
+def _world3(world: World, builder: str) -> None:
+    if not isinstance(world, World) or world.dim != 3:
+        raise ValueError(f"world: build.{builder} here makes a 3D body (World(dim=3)), "
+                         f"got {type(world).__name__}" + (f" of dim {world.dim}" if isinstance(world, World) else ""))
+
+
+def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.5, cells: Any = 3,
+         model: str | Sequence[str] = "xpbd", mass: float = 1.0, stiffness: float | None = None,
+         damping: float | None = None, amount: float | None = None,
+         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
+         compliance: float = 1e-5, volume_compliance: float = 0.0, particle_radius: float = 0.0,
+         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+         max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0) -> int:
+    """A 3D box of (cells + 1) particles along each axis, six tetrahedra a cell (3D only;
+    ``build.box`` in a 3D world is this). ``size`` (m) and ``cells`` are a number or three;
+    ``mass`` is the whole body's (kg). ``model``: "xpbd" (default: edges as distance
+    constraints of ``compliance``, tetrahedra keeping their volume with
+    ``volume_compliance``), "springs" (edges as springs), "pressure" (gas, with the springs'
+    lattice as its frame: gas alone would push the box round, as in 2D), "shape_matching"
+    (surface-only, with ``match_stiffness`` and ``match_damping``), or several
+    ("xpbd+shape_matching"). ``amount`` (N m) defaults to the gas that carries about four
+    times the body's weight."""
+    _world3(world, "cube")
+    body = _body(category, mask, self_collision, friction, restitution, 0.0)
+    models = planar._framed(_models(model))  # gas would push a box round: a lattice frames it
+    tear = _tear(max_strain, models)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
+           compliance=compliance, volume_compliance=volume_compliance, particle_radius=particle_radius)
+    c = validate.vector("center", center, 3)
+    extent = _size3(size)
+    nx, ny, nz = _cells3(cells)
+    _count("cells", nx * ny * nz, 7 * nx * ny * nz)
+    unit, tets = lattice(nx, ny, nz)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos = (unit - 0.5) * extent + c
+    return solid(world, pos, tets, boundary(tets), models, mass, "center, size, cells", stiffness,
+                 damping, amount, (match_stiffness, match_damping), wobble_damping, compliance,
+                 volume_compliance, particle_radius, body, tear)
+
+
+def sphere_points(count: int) -> np.ndarray:
+    """``count`` points spread evenly over the unit sphere (a Fibonacci spiral)."""
+    i = np.arange(count) + 0.5
+    z = 1.0 - 2.0 * i / count
+    r = np.sqrt(1.0 - z * z)
+    t = math.pi * (3.0 - math.sqrt(5.0)) * i
+    return np.stack([r * np.cos(t), z, r * np.sin(t)], axis=1)
+
+
+def hull(points: np.ndarray) -> np.ndarray:
+    """The convex hull's triangles (T, 3) of ``points``, counter-clockwise seen from outside."""
+    from scipy.spatial import ConvexHull  # type: ignore[import-untyped]
+
+    tris = ConvexHull(points).simplices.astype(np.int64)
+    a, b, c = (points[tris[:, i]] for i in range(3))
+    outward = np.einsum("ij,ij->i", np.cross(b - a, c - a), a - points.mean(axis=0)) > 0.0
+    out: np.ndarray = np.where(outward[:, None], tris, tris[:, [0, 2, 1]])
+    return out
+
+
+def blob(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), radius: float = 0.4,
+         segments: int = 16, mass: float = 1.0, stiffness: float | None = None,
+         damping: float | None = None, particle_radius: float = 0.0,
+         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+         max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0) -> int:
+    """A jelly blob (3D): ``segments`` particles over a sphere plus a centre particle, every
+    pair joined by a spring; its surface is the points' convex hull."""
+    _world3(world, "blob")
+    body = _body(category, mask, self_collision, friction, restitution, 0.0)
+    tear = _tear(max_strain, {"springs"})
+    _optional(stiffness=stiffness, damping=damping)
+    _check(particle_radius=particle_radius)
+    c = validate.vector("center", center, 3)
+    r = validate.positive("radius", radius)
+    count = validate.integer("segments", segments, 4)
+    n = count + 1
+    _count("segments", n, n * (n - 1) // 2)
+    m = validate.positive("mass", mass) / n
+    k, d = _spring_defaults(m, stiffness, damping)
+    pairs = np.stack(np.triu_indices(n, 1), 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos = np.concatenate([c + r * sphere_points(count), c[None]])
+    particles = planar._particles(pos, m, particle_radius, "center, radius, segments", pairs)
+    surface = hull(pos[:-1])
+    entities = planar._add(world, particles)
+    with _or_undo(world, entities):
+        # many springs per particle: their total stiffness is that of 2D's blob's four
+        world.add_springs(entities[pairs], stiffness=k * 4.0 / (n - 1), damping=d * 4.0 / (n - 1),
+                          max_strain=tear)
+        return world.add_body(entities[surface], particles=entities.tolist(), **body)

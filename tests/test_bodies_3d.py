@@ -1,0 +1,249 @@
+"""3D bodies: surfaces and tetrahedra, gas pressure against the analytic equilibrium, shape
+matching's best-fit rotation (momentum kept, a rotated body unforced, mirrored bodies turned
+back), the 3D builders' defaults at rest, the catenary of a 3D rope, and both backends bit for
+bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.spatial.transform import Rotation
+
+import pysoft
+from pysoft import build
+
+OCTAHEDRON = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+OCTA_FACES = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5],
+                       [0, 3, 5]])
+OCTA_EDGES = np.array([[0, 2], [2, 1], [1, 3], [3, 0], [0, 4], [1, 4], [2, 4], [3, 4], [0, 5], [1, 5],
+                       [2, 5], [3, 5]])
+
+
+def _octahedron(w: pysoft.World, radius: float = 0.5) -> np.ndarray:
+    return np.array(w.add_particles(OCTAHEDRON * radius + [0.0, 1.0, 0.0]))
+
+
+def test_a_surface_body_gives_its_surface_tetrahedra_and_volume() -> None:
+    w = pysoft.World(dim=3)
+    ps = _octahedron(w)
+    b = w.add_body(ps[OCTA_FACES])
+    body = w.body(b)
+    assert body.surface.tolist() == ps[OCTA_FACES].tolist()
+    assert body.tetrahedra.shape == (0, 4)
+    assert sorted(body.particles) == sorted(ps.tolist())
+    assert body.closed
+    assert body.volume == pytest.approx(4.0 / 3.0 * 0.5**3, rel=1e-14)  # an octahedron: 4/3 R^3
+    with pytest.raises(ValueError, match="surface"):
+        _ = body.outline
+
+
+def test_an_inside_out_surface_is_reversed_and_an_open_one_holds_no_gas() -> None:
+    w = pysoft.World(dim=3)
+    ps = _octahedron(w)
+    b = w.add_body(ps[OCTA_FACES][:, ::-1], pysoft.Pressure(1.0))
+    assert w.body(b).volume == pytest.approx(4.0 / 3.0 * 0.5**3, rel=1e-14)
+    assert w.body(b).surface.tolist() == ps[OCTA_FACES].tolist()
+    before = len(w.positions), w.time
+    with pytest.raises(ValueError, match="closed surface"):
+        w.add_body(ps[OCTA_FACES][:-1], pysoft.Pressure(1.0))
+    open_body = w.add_body(ps[OCTA_FACES][:-1])
+    assert not w.body(open_body).closed and w.body(open_body).volume == 0.0
+    assert (len(w.positions), w.time) == before
+
+
+@pytest.mark.parametrize(("surface", "error", "match"), [
+    ([[0, 1]], ValueError, "outline"),
+    ([[0, 0, 1]], ValueError, "twice"),
+    ([[0, 1, 99]], KeyError, "outline"),
+    ([[0.5, 1, 2]], ValueError, "outline"),
+])
+def test_a_bad_surface_is_refused_and_the_world_is_unchanged(surface: list, error: type, match: str) -> None:
+    w = pysoft.World(dim=3)
+    ps = _octahedron(w)
+    ids = [[int(ps[i]) if isinstance(i, int) and i < 6 else (10**6 if isinstance(i, int) else i)
+            for i in tri] for tri in surface]
+    with pytest.raises(error, match=match):
+        w.add_body(ids)
+    with pytest.raises(ValueError, match="tetrahedra"):
+        w.add_body(ps[OCTA_FACES], tetrahedra=[[ps[0], ps[1], ps[2], ps[2]]])
+    with pytest.raises(ValueError, match="rolling_resistance"):
+        w.add_body(ps[OCTA_FACES], rolling_resistance=0.1)
+    assert w.store.tables["bodies"].n == 0
+
+
+def _gas_octahedron(backend: str, k: float, rest: float, amount: float) -> pysoft.World:
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+    ps = _octahedron(w, 0.5)
+    w.add_springs(ps[OCTA_EDGES], stiffness=k, damping=2.0, rest_lengths=np.full(12, rest))
+    w.add_body(ps[OCTA_FACES], pysoft.Pressure(amount))
+    return w
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_gas_octahedron_rests_at_the_ideal_gas_equilibrium_against_its_springs(backend: str) -> None:
+    """Regular octahedron of vertex radius R: 12 edges of length sqrt(2) R, volume 4/3 R^3.
+    Energy sum k/2 (L - L0)^2 - amount ln V is stationary where
+    24 k R^2 - 12 sqrt(2) k L0 R - 3 amount = 0."""
+    k, rest, amount = 200.0, 0.6, 5.0
+    w = _gas_octahedron(backend, k, rest, amount)
+    for _ in range(600):
+        w.step()
+    a, b, c = 24.0 * k, -12.0 * math.sqrt(2.0) * k * rest, -3.0 * amount
+    want = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    got = np.linalg.norm(w.positions - w.positions.mean(axis=0), axis=1)
+    assert np.abs(w.velocities).max() < 1e-6
+    assert got == pytest.approx(np.full(6, want), rel=1e-6)  # (0.4 % above the rest radius)
+    assert want > rest / math.sqrt(2.0) * 1.003
+
+
+def _random_body(w: pysoft.World, rng: np.random.Generator, n: int = 12) -> tuple[np.ndarray, int]:
+    ps = np.array(w.add_particles(rng.normal(0.0, 0.3, (n, 3)) + np.array([0.0, 1.0, 0.0])))
+    return ps, w.add_body(np.zeros((0, 3), np.int64), pysoft.ShapeMatching(300.0, 5.0), particles=ps)
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_a_rotated_shape_matched_body_feels_nothing(backend: str) -> None:
+    rng = np.random.default_rng(3)
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+    _random_body(w, rng)
+    start = w.positions.copy()
+    c = start.mean(axis=0)
+    turned = (start - c) @ Rotation.random(random_state=4).as_matrix().T + c + [2.0, -1.0, 0.5]
+    w.positions[:] = turned
+    for _ in range(60):
+        w.step()
+    assert np.abs(w.positions - turned).max() < 1e-12
+    assert np.abs(w.velocities).max() < 1e-11
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_shape_matching_keeps_momentum_and_angular_momentum(backend: str) -> None:
+    """The best-fit rotation makes sum r x R q = 0 and the damping's spin makes
+    I w = L: shape matching of equal masses exerts no net force or torque."""
+    rng = np.random.default_rng(5)
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+    _random_body(w, rng)
+    w.positions[:] += rng.normal(0.0, 0.05, w.positions.shape)  # deformed
+    w.velocities[:] = rng.normal(0.0, 1.0, w.velocities.shape)  # spinning and wobbling
+
+    def momenta() -> tuple[np.ndarray, np.ndarray]:
+        x, v = w.positions, w.velocities
+        return v.sum(axis=0), np.cross(x - x.mean(axis=0), v).sum(axis=0)
+
+    p0, l0 = momenta()
+    for _ in range(120):
+        w.step()
+    p1, l1 = momenta()
+    assert np.abs(p1 - p0).max() < 1e-11
+    # symplectic Euler moves positions after velocities: angular momentum about the moving
+    # centre is kept to the integrator's order, not to rounding
+    assert np.abs(l1 - l0).max() < 2e-3 * np.abs(l0).max()
+
+
+@pytest.mark.parametrize("model", ["xpbd", "springs", "shape_matching", "pressure"])
+def test_a_mirrored_cube_turns_back(model: str) -> None:
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0))
+    body = w.body(build.box(w, center=(0.0, 0.0, 0.0), size=0.5, cells=2, model=model))
+    built = body.volume
+    w.positions[:, 0] *= -1.0
+    assert body.volume == pytest.approx(-built)
+    for _ in range(300):
+        w.step()
+    assert body.volume == pytest.approx(built, rel=0.02)
+
+
+@pytest.mark.parametrize(("model", "tolerance"), [
+    ("xpbd", 0.02), ("springs", 0.05), ("pressure", 0.05), ("shape_matching", 0.05),
+    ("springs+pressure", 0.05), ("xpbd+shape_matching", 0.02)])
+def test_every_cube_model_rests_on_a_floor_near_its_built_volume(model: str, tolerance: float) -> None:
+    w = pysoft.World(dim=3)
+    w.add_collider(pysoft.Plane(normal=(0.0, 1.0, 0.0), offset=0.0))
+    body = w.body(build.box(w, center=(0.0, 0.4, 0.0), size=0.5, cells=3, model=model))
+    built = body.volume
+    for _ in range(240):
+        w.step()
+    assert abs(body.volume / built - 1.0) < tolerance, body.volume / built
+    assert np.abs(w.velocities).max() < 0.05
+    assert w.positions[:, 1].min() > -1e-3
+
+
+def test_the_blob_of_all_pairs_springs_rests_at_its_size() -> None:
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0))
+    body = w.body(build.blob(w, center=(0.0, 1.0, 0.0), radius=0.4, segments=20))
+    built = body.volume
+    w.velocities[:] = np.random.default_rng(0).normal(0.0, 0.5, w.velocities.shape)
+    for _ in range(300):
+        w.step()
+    x = w.positions
+    assert np.linalg.norm(x[:-1] - x[-1], axis=1) == pytest.approx(np.full(20, 0.4), rel=0.01)
+    assert body.volume == pytest.approx(built, rel=0.01)
+
+
+def test_a_3d_rope_pinned_at_both_ends_hangs_as_a_catenary() -> None:
+    """An inextensible rope of length L between pins a span s apart: y = a cosh(x / a) with
+    2 a sinh(s / 2a) = L; every particle within 2 % of L of that curve."""
+    length, span, segments = 2.0, 1.6, 40
+    w = pysoft.World(dim=3, drag=2.0)
+    build.rope(w, start=(0.0, 3.0, 0.0), end=(0.0, 3.0, length), segments=segments, model="xpbd",
+               pin=("start", "end"))
+    w.positions[-1] = (0.0, 3.0, span)  # the far pin moved in: the rope hangs slack
+    for _ in range(900):
+        w.step()
+    a = brentq(lambda a: 2.0 * a * math.sinh(span / (2.0 * a)) - length, 0.01, 100.0)
+    z, y = w.positions[:, 2], w.positions[:, 1]
+    want = 3.0 + a * (np.cosh((z - span / 2) / a) - math.cosh(span / (2 * a)))
+    assert np.abs(w.positions[:, 0]).max() < 1e-9  # it stays in its plane
+    assert np.abs(y - want).max() < 0.02 * length
+    sag = 3.0 - y.min()
+    assert abs(sag - a * (math.cosh(span / (2 * a)) - 1.0)) < 0.02 * length
+    stretched = np.linalg.norm(np.diff(w.positions, axis=0), axis=1).sum()
+    assert stretched == pytest.approx(length, rel=0.02)  # (the solve's iterations leave some give)
+
+
+@pytest.mark.parametrize("model", ["xpbd", "springs+pressure", "shape_matching"])
+def test_3d_bodies_match_between_backends_and_replay_from_a_snapshot(model: str) -> None:
+    def world(backend: str) -> pysoft.World:
+        w = pysoft.World(dim=3, backend=backend)
+        w.add_collider(pysoft.Plane(normal=(0.0, 1.0, 0.0), offset=0.0))
+        build.box(w, center=(0.0, 0.3, 0.0), size=(0.4, 0.3, 0.5), cells=(2, 2, 3), model=model)
+        w.velocities[:] = np.random.default_rng(1).normal(0.0, 0.5, w.velocities.shape)
+        return w
+
+    c, py = world("c"), world("python")
+    for _ in range(20):
+        c.step()
+        py.step()
+    assert c.positions.tobytes() == py.positions.tobytes()
+    snap = c.snapshot()
+    for _ in range(20):
+        c.step()
+    after = c.positions.copy()
+    c.restore(snap)
+    for _ in range(20):
+        c.step()
+    assert c.positions.tobytes() == after.tobytes()
+
+
+def test_removing_a_surface_particle_drops_its_triangles_and_the_gas() -> None:
+    w = pysoft.World(dim=3)
+    b = build.box(w, center=(0.0, 1.0, 0.0), size=0.5, cells=2, model="springs+pressure")
+    body = w.body(b)
+    corner = int(body.surface[0, 0])
+    tets = len(body.tetrahedra)
+    w.remove(corner)
+    assert corner not in body.surface and corner not in body.tetrahedra
+    assert len(body.tetrahedra) < tets and not body.closed
+    assert w.store.tables["bodies"].arrays["pressure_count"][w.store.tables["bodies"].row_of[b]] == 0
+    w.step()
+
+
+def test_2d_only_builders_refuse_a_3d_world() -> None:
+    w = pysoft.World(dim=3)
+    for builder in (build.circle, build.ball, build.cloth, build.polygon):
+        with pytest.raises(ValueError, match="dim=3"):
+            builder(w)
+    with pytest.raises(ValueError, match="world"):
+        build.cube(pysoft.World())
