@@ -730,7 +730,8 @@ def test_add_body_rejects_bad_arguments(backend: str) -> None:
     repeated particle (ValueError naming outline / particles), an entity that is not a
     live particle (KeyError naming outline), a Pressure whose outline has 2 particles
     (ValueError: no area), a Pressure instance already used by another body (the second
-    add_body raises ValueError), and any body in a 3D world (ValueError naming dim)."""
+    add_body raises ValueError), and in a 3D world an outline that is not (T, 3) triangles or
+    a Pressure without a closed surface (ValueError naming outline)."""
     w = pysoft.World(backend=backend)
     ps = w.add_particles([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
     spring = w.add_spring(ps[0], ps[1])
@@ -757,8 +758,10 @@ def test_add_body_rejects_bad_arguments(backend: str) -> None:
     w3 = pysoft.World(dim=3, backend=backend)
     qs = w3.add_particles([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     before3 = _counts(w3)
-    with pytest.raises(ValueError, match="dim"):
-        w3.add_body(qs, pysoft.ShapeMatching())
+    with pytest.raises(ValueError, match=r"outline must have shape \(N, 3\)"):
+        w3.add_body(qs, pysoft.ShapeMatching())  # a 3D body's outline is its surface's triangles
+    with pytest.raises(ValueError, match="closed surface"):
+        w3.add_body([qs], pysoft.Pressure(1.0))  # one triangle encloses nothing
     assert _counts(w3) == before3
 
 

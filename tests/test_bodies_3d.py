@@ -242,8 +242,69 @@ def test_removing_a_surface_particle_drops_its_triangles_and_the_gas() -> None:
 
 def test_2d_only_builders_refuse_a_3d_world() -> None:
     w = pysoft.World(dim=3)
-    for builder in (build.circle, build.ball, build.cloth, build.polygon):
+    for builder in (build.circle, build.polygon):
         with pytest.raises(ValueError, match="dim=3"):
             builder(w)
     with pytest.raises(ValueError, match="world"):
         build.cube(pysoft.World())
+
+
+def test_an_xpbd_cube_pressed_to_60_percent_of_its_height_keeps_its_volume() -> None:
+    """A soft XPBD cube (edges of compliance 0.1 m/N, volumes kept exactly) between a floor and
+    a plate, both with friction 0.5, pressed to 60 % of its height: at most 1.2 % of its volume
+    lost on the way and in the hold. (With the default stiff edges, 1e-5 m/N, its edges
+    cannot all keep their lengths as it bulges, and the compromise loses 30 %: a body that
+    should squash and keep its volume needs compliant edges, or the material model.)"""
+    w = pysoft.World(dim=3)
+    w.add_collider(pysoft.Plane(normal=(0.0, 1.0, 0.0), offset=0.0))
+    body = w.body(build.cube(w, center=(0.0, 0.25, 0.0), size=0.5, cells=4, model="xpbd",
+                             compliance=0.1))
+    built = body.volume
+    for _ in range(60):
+        w.step()
+    top = float(w.positions[:, 1].max())
+    plate = w.collider(w.add_collider(pysoft.Box((0.0, top + 0.1, 0.0), (1.0, 0.05, 1.0)),
+                                      velocity=(0.0, -0.5, 0.0)))
+    goal, worst = 0.6 * top, 0.0
+    while float(plate.position[1]) - 0.05 > goal + 1e-9:
+        plate.velocity = (0.0, -min(0.5, (float(plate.position[1]) - 0.05 - goal) / w.dt), 0.0)
+        w.step()
+        worst = max(worst, abs(body.volume / built - 1.0))
+    plate.velocity = (0.0, 0.0, 0.0)
+    for _ in range(60):
+        w.step()
+        worst = max(worst, abs(body.volume / built - 1.0))
+    height = float(w.positions[:, 1].max() - w.positions[:, 1].min())
+    assert height == pytest.approx(0.6 * top, abs=0.01)  # pressed to 60 %
+    assert worst < 0.02, worst
+
+
+def _largest_fold(w: pysoft.World, body: int) -> float:
+    """The largest angle (degrees) between the normals of two triangles sharing an edge."""
+    tris = w.body(body).surface
+    rows = w.store.particles.rows(tris.reshape(-1))
+    x = w.positions[rows].reshape(-1, 3, 3)
+    n = np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0])
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    edges: dict[tuple[int, int], list[int]] = {}
+    for i, (a, b, c) in enumerate(tris.tolist()):
+        for e in ((a, b), (b, c), (c, a)):
+            edges.setdefault((min(e), max(e)), []).append(i)
+    pairs = np.array([v for v in edges.values() if len(v) == 2])
+    return float(np.degrees(np.arccos(np.clip((n[pairs[:, 0]] * n[pairs[:, 1]]).sum(axis=1), -1, 1))).max())
+
+
+@pytest.mark.parametrize("bending", [None, 0.0])
+def test_a_3d_cloth_drapes_and_its_bending_links_resist_folds(bending: float | None) -> None:
+    w = pysoft.World(dim=3)
+    b = build.cloth(w, center=(0.0, 2.0, 0.0), size=(1.0, 1.0), cells=(16, 16), pin="top",
+                    bending=bending)
+    links = w.store.tables["distances"].n
+    assert links == (4 * 16 * 16 + 2 * 16) + (0 if bending == 0.0 else 3 * 16 * 16 - 2 * 16)
+    w.velocities[:, 2] = np.random.default_rng(0).normal(0.0, 0.3, len(w.velocities))
+    for _ in range(240):
+        w.step()
+    assert np.abs(w.velocities).max() < 0.1
+    assert w.positions[:, 1].min() < 2.0 - 0.5 + 0.01  # hangs from its top row
+    fold = _largest_fold(w, b)
+    assert (fold < 15.0) if bending is None else (fold > 15.0), fold

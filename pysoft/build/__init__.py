@@ -32,8 +32,9 @@ overflows (a stiffness from an enormous ``mass`` names ``mass``).
 
 In a 3D world (``World(dim=3)``) the same names make 3D bodies (pysoft.build.solid):
 ``box`` is ``cube`` (a tetrahedral lattice, or a surface-only gas or shape-matched box),
-``blob`` a sphere of particles joined pair by pair, ``rope`` a chain in space; the 2D-only
-builders (``circle``, ``polygon``, ``cloth``, ``ball``) refuse a 3D world, naming it.
+``blob`` a sphere of particles joined pair by pair, ``rope`` a chain in space, ``cloth`` a
+hanging sheet that bends along its shared edges; the 2D-only builders (``circle``,
+``polygon``) refuse a 3D world, naming it.
 """
 
 from __future__ import annotations
@@ -80,5 +81,5 @@ box = _by_dim(planar.box, solid.cube)
 blob = _by_dim(planar.blob, solid.blob)
 ball = _by_dim(planar.ball, None)
 circle = _by_dim(planar.circle, None)
-cloth = _by_dim(planar.cloth, None)
+cloth = _by_dim(planar.cloth, solid.cloth)
 polygon = _by_dim(planar.polygon, None)

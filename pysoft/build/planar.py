@@ -749,16 +749,7 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     nx, ny = _cells(cells)
     _count("cells", nx * ny, 4 * nx * ny)
     idx = np.arange(nx * ny).reshape(ny, nx)
-    pin = "none" if pin is None else pin
-    if isinstance(pin, str):
-        chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
-        if pin not in chosen:
-            raise ValueError(f"pin must be 'top corners', 'top', 'none' or indices, got {pin!r}")
-        pinned_rows = np.array(chosen[pin], dtype=np.int64)
-    else:
-        pinned_rows = validate.array("pin", pin, (None,), integral=True)
-        if len(pinned_rows) and (pinned_rows.min() < 0 or pinned_rows.max() >= nx * ny):
-            raise ValueError(f"pin indices must be in [0, {nx * ny})")
+    pinned_rows = cloth_pins(pin, idx)
     m = validate.positive("mass", mass) / (nx * ny)
     k, d = _spring_defaults(m, stiffness, damping)
     gx, gy = np.linspace(-w / 2, w / 2, nx), np.linspace(-h / 2, h / 2, ny)
@@ -771,6 +762,21 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0), size: Sequence[flo
     return _finish(world, particles, outline, pairs, {model}, k, d, None, (0.0, 0.0),
                    compliance=compliance, body=body, max_strain=tear,
                    sources=_sources(stiffness, damping))
+
+
+def cloth_pins(pin: Any, idx: np.ndarray) -> np.ndarray:
+    """A cloth's pinned particles: ``pin`` "top corners", "top", "none" (or None) or indices
+    into the (ny, nx) grid ``idx`` (row-major, row 0 at the bottom)."""
+    pin = "none" if pin is None else pin
+    if isinstance(pin, str):
+        chosen = {"top corners": [idx[-1, 0], idx[-1, -1]], "top": list(idx[-1]), "none": []}
+        if pin not in chosen:
+            raise ValueError(f"pin must be 'top corners', 'top', 'none' or indices, got {pin!r}")
+        return np.array(chosen[pin], dtype=np.int64)
+    rows = validate.array("pin", pin, (None,), integral=True)
+    if len(rows) and (rows.min() < 0 or rows.max() >= idx.size):
+        raise ValueError(f"pin indices must be in [0, {idx.size})")
+    return rows
 
 
 def polygon(world: World, vertices: Any, model: str | Sequence[str] = "springs",

@@ -23,6 +23,7 @@ from pysoft.build import planar
 from pysoft.build.planar import (
     _body,
     _body_models,
+    _braces,
     _check,
     _count,
     _derived,
@@ -258,3 +259,60 @@ def blob(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), radius: float 
         world.add_springs(entities[pairs], stiffness=k * 4.0 / (n - 1), damping=d * 4.0 / (n - 1),
                           max_strain=tear)
         return world.add_body(entities[surface], particles=entities.tolist(), **body)
+
+
+def cloth(world: World, center: Sequence[float] = (0.0, 2.0, 0.0), size: Sequence[float] = (1.0, 1.0),
+          cells: Sequence[int] = (10, 10), pin: str | Sequence[int] | None = "top corners",
+          model: str = "xpbd", mass: float = 0.5, compliance: float = 1e-6,
+          stiffness: float | None = None, damping: float | None = None, bending: float | None = None,
+          particle_radius: float = 0.0,
+          *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+          max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0) -> int:
+    """A hanging sheet (3D): (cells + 1)^2 particles in the plane z = center's z, ``size``
+    (width, height) about ``center``, with structural and shear links (XPBD distance
+    constraints of ``compliance``, or springs), and bending links across every edge two of
+    its triangles share (between their opposite corners: a fold shortens them), of stiffness
+    ``bending`` (N/m; None: a twentieth of the springs' derived stiffness; XPBD: compliance
+    1 / bending), so it drapes in folds rather than crumpling. ``pin`` as in 2D ("top corners",
+    "top", "none" or indices, row 0 at the bottom). Its body's surface is the sheet's
+    triangles (open: it holds no gas)."""
+    _world3(world, "cloth")
+    body = _body(category, mask, self_collision, friction, restitution, 0.0)
+    if not isinstance(model, str) or model not in ("springs", "xpbd"):
+        raise ValueError(f"model must be 'springs' or 'xpbd' for a cloth, got {model!r}")
+    tear = _tear(max_strain, {model})
+    _optional(stiffness=stiffness, damping=damping, bending=bending)
+    _check(compliance=compliance, particle_radius=particle_radius)
+    c = validate.vector("center", center, 3)
+    w, h = validate.vector("size", size, 2)
+    if not (w > 0 and h > 0):
+        raise ValueError("size must be > 0 in both directions")
+    nx, ny = planar._cells(cells)
+    _count("cells", nx * ny, 6 * nx * ny)
+    idx = np.arange(nx * ny).reshape(ny, nx)
+    pinned = np.zeros(nx * ny, dtype=bool)
+    pinned[planar.cloth_pins(pin, idx)] = True
+    m = validate.positive("mass", mass) / (nx * ny)
+    k, d = _spring_defaults(m, stiffness, damping)
+    kb = k / 20.0 if bending is None else float(bending)
+    gx, gy = np.linspace(-w / 2, w / 2, nx), np.linspace(-h / 2, h / 2, ny)
+    flat = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos = np.concatenate([flat, np.zeros((len(flat), 1))], axis=1) + c
+    a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()  # each cell: two counter-clockwise triangles
+    c_, d_ = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
+    tris = np.concatenate([np.stack([a, b, c_], 1), np.stack([a, c_, d_], 1)])
+    pairs = planar.grid_pairs(nx, ny, by_particle=model == "springs")
+    folds = _braces(tris)
+    particles = planar._particles(pos, m, particle_radius, "center, size", pairs, pinned)
+    entities = planar._add(world, particles)
+    with _or_undo(world, entities):
+        if model == "xpbd":
+            world.add_distance_constraints(entities[pairs], validate.nonnegative("compliance", compliance))
+            if kb > 0.0:
+                world.add_distance_constraints(entities[folds], 1.0 / kb)
+        else:
+            world.add_springs(entities[pairs], stiffness=k, damping=d, max_strain=tear)
+            if kb > 0.0:
+                world.add_springs(entities[folds], stiffness=kb, damping=d / 20.0, max_strain=tear)
+        return world.add_body(entities[tris], particles=entities.tolist(), **body)
