@@ -56,7 +56,8 @@ from pysoft.build.planar import (
 )
 from pysoft.build.solid import cube
 
-__all__ = ["AREA_STIFFNESS", "AREA_UNDER_MATCHING", "MODELS", "ROLLING_RESISTANCE", "SKIN_STABLE", "ball", "blob", "box", "circle", "cloth", "cube", "gas_forces", "grid_pairs",
+__all__ = ["AREA_STIFFNESS", "AREA_UNDER_MATCHING", "MODELS", "ROLLING_RESISTANCE", "SKIN_STABLE", "ball",
+           "blob", "box", "circle", "cloth", "cube", "gas_forces", "grid_pairs",
            "polygon", "rope"]
 
 F = TypeVar("F", bound=Callable[..., int])
@@ -73,7 +74,8 @@ def _by_dim(flat: F, deep: Callable[..., int] | None) -> F:
         return flat(world, *args, **kwargs)
 
     if deep is not None:
-        builder.__doc__ = f"{flat.__doc__}\n\n    In a 3D world, pysoft.build.solid.{deep.__name__}: {deep.__doc__}"
+        deep_doc = f"In a 3D world, pysoft.build.solid.{deep.__name__}: {deep.__doc__}"
+        builder.__doc__ = f"{flat.__doc__}\n\n    {deep_doc}"
     return builder  # type: ignore[return-value]
 
 

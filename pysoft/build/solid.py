@@ -170,8 +170,8 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
 
 def _world3(world: World, builder: str) -> None:
     if not isinstance(world, World) or world.dim != 3:
-        raise ValueError(f"world: build.{builder} here makes a 3D body (World(dim=3)), "
-                         f"got {type(world).__name__}" + (f" of dim {world.dim}" if isinstance(world, World) else ""))
+        got = f"a World of dim {world.dim}" if isinstance(world, World) else type(world).__name__
+        raise ValueError(f"world: build.{builder} makes a 3D body (World(dim=3)), got {got}")
 
 
 def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.5, cells: Any = 3,
