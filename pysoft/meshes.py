@@ -47,7 +47,7 @@ from pysoft import _validate as validate
 WELD = 1e-9  # vertices closer than this x the bounding-box diagonal are one vertex
 FLAT = 1e-12  # a face (volume) below this x diagonal**2 (**3) is degenerate
 JITTER = 0.05  # interior samples move up to this x spacing (fixed seed): no cospherical ties
-CHUNK = 1 << 20  # element count of the (queries x faces) blocks of the winding number
+SLIVER = 1e-6  # boundary tetrahedra below this quality are always peeled (flat ones among them)
 
 
 class Tetrahedra(NamedTuple):
@@ -323,12 +323,14 @@ def tetrahedralize(vertices: Any, faces: Any, *, spacing: float | None = None,
         raise ValueError(f"spacing: {h:g} would sample over 10**9 points in a box of {span.max():g}")
     samples = _interior(v, f, h)
     points = np.vstack([v, samples])
-    tets = Delaunay(points, qhull_options="Qbb Qc Qz Q12").simplices.astype(np.int64)
-    signed = _signed_volumes(points, tets)
-    tets[signed < 0] = tets[signed < 0][:, [0, 1, 3, 2]]
-    tets = tets[signed != 0]  # flat ones: 4 coplanar surface vertices (a ring of a torus)
-    tets = tets[_winding(v, f, points[tets].mean(axis=1)) > 0.5]
-    tets = _peel(points, tets, q_min)
+    delaunay = Delaunay(points, qhull_options="Qbb Qc Qz Q12")
+    tets = _orient_tets(points, delaunay.simplices.astype(np.int64), delaunay.neighbors)
+    tets = _mend_pinches(points, tets, _winding(v, f, points[tets].mean(axis=1)) > 0.5)
+    tets = _peel(points, tets, max(q_min, SLIVER), len(v))
+    flat = _signed_volumes(points, tets) <= 0
+    if flat.any():
+        raise ValueError(f"mesh: {int(flat.sum())} flat tetrahedra are left inside (coplanar, "
+                         "cocircular surface vertices); try another spacing")
     used = np.zeros(len(points), dtype=bool)
     used[: len(v)] = True
     used[tets] = True
@@ -359,6 +361,81 @@ def _interior(vertices: np.ndarray, faces: np.ndarray, h: float) -> np.ndarray:
     return np.asarray(lattice[_winding(vertices, faces, lattice) > 0.5])
 
 
+def _orient_tets(points: np.ndarray, tets: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
+    """Tetrahedra reordered to be positively oriented, consistently: a shared face is
+    traversed in opposite directions by its two tetrahedra. Rounding may give a nearly flat
+    tetrahedron (4 cocircular surface vertices) either sign, so those take their orientation
+    from a neighbour (across a face, the opposite vertex changes sides) rather than from
+    their own volume. Qhull's simplices come in no particular order."""
+    quality = tet_quality(points, tets)
+    sign = np.where(np.abs(quality) < SLIVER, 0.0, np.sign(quality))
+    while (sign == 0).any():
+        todo = np.flatnonzero(sign == 0)
+        for j in range(4):
+            n = neighbors[todo, j]
+            ok = (n >= 0) & (sign[np.maximum(n, 0)] != 0) & (sign[todo] == 0)
+            i, n = todo[ok], n[ok]
+            if len(i) == 0:
+                continue
+            swapped = tets[i].copy()  # i with its vertex j replaced by n's vertex opposite it
+            shared = (tets[n][:, :, None] == tets[i][:, None, :]).any(axis=2)
+            swapped[:, j] = tets[n][~shared]
+            pos = np.argmax(tets[n][:, None, :] == swapped[:, :, None], axis=2)
+            odd = sum((pos[:, a] > pos[:, b]).astype(int) for a in range(4) for b in range(a + 1, 4)) % 2
+            sign[i] = -sign[n] * np.where(odd == 1, -1, 1)
+        if (sign[todo] == 0).all():  # (a cluster of flat ones with no oriented neighbour)
+            sign[todo] = 1
+    out = tets.copy()
+    out[sign < 0] = out[sign < 0][:, [0, 1, 3, 2]]
+    return out
+
+
+def _mend_pinches(points: np.ndarray, tets: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """The ``inside`` tetrahedra, mended where they meet only along an edge (a boundary edge
+    of more than two boundary faces: the surface thinner than the sampling, or a Delaunay
+    face missing from it). Each round, at each such edge, the smallest tetrahedron around it
+    changes side: the smallest left-out one is added or the smallest kept one removed,
+    whichever is smaller; each tetrahedron changes side once at most (else they cycle). An edge
+    with no tetrahedron left to change gets its whole star added, which ends at worst at the
+    convex hull."""
+    keep = inside.copy()
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
+    edges = np.sort(tets[:, pairs], axis=2)
+    n = int(tets.max()) + 1
+    keys = edges[..., 0] * n + edges[..., 1]  # (K, 6)
+    size = np.abs(_signed_volumes(points, tets))
+    moved = np.zeros(len(tets), dtype=bool)  # a tetrahedron changes side once at most
+    for _ in range(len(tets) + 1):
+        faces = boundary(tets[keep])
+        around = np.sort(faces[:, [[0, 1], [1, 2], [2, 0]]].reshape(-1, 2), axis=1)
+        key, count = np.unique(around[:, 0] * n + around[:, 1], return_counts=True)
+        pinched = key[count > 2]
+        if len(pinched) == 0:
+            return np.asarray(tets[keep])
+        hit = np.isin(keys, pinched)
+        tet, slot = np.nonzero(hit & ~moved[:, None])
+        if len(tet) == 0:
+            keep |= hit.any(axis=1)
+            continue
+        edge = keys[tet, slot]
+        order = np.lexsort((tet, size[tet], edge))  # per edge, smallest first
+        tet, edge = tet[order], edge[order]
+        best = {}
+        for side in (False, True):  # the smallest left-out, the smallest kept
+            mine = keep[tet] == side
+            t, e = tet[mine], edge[mine]
+            first = np.ones(len(e), dtype=bool)
+            first[1:] = e[1:] != e[:-1]
+            best[side] = dict(zip(e[first].tolist(), t[first].tolist(), strict=True))
+        for e in pinched.tolist():
+            out, kept = best[False].get(e), best[True].get(e)
+            if out is not None and (kept is None or size[out] <= size[kept]):
+                keep[out], moved[out] = True, True
+            elif kept is not None:
+                keep[kept], moved[kept] = False, True
+    raise AssertionError("unreachable: the convex hull has no pinched edge")
+
+
 def _signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     p = points[tets]
     a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
@@ -384,8 +461,10 @@ def boundary(tets: Any) -> np.ndarray:
     return np.asarray(all_faces[count[inverse.ravel()] == 1])
 
 
-def _peel(points: np.ndarray, tets: np.ndarray, q_min: float) -> np.ndarray:
-    """Remove boundary tetrahedra of quality below ``q_min`` while the removal is a simplicial
+def _peel(points: np.ndarray, tets: np.ndarray, q_min: float, surface: int) -> np.ndarray:
+    """Remove boundary tetrahedra of quality below ``q_min`` whose corners are all surface
+    vertices (rows below ``surface``: slivers spanning the surface; removing one never exposes
+    an interior sample, so peeling cannot eat into the body) while the removal is a simplicial
     collapse (the boundary stays a closed 2-manifold): with one boundary face, the opposite
     vertex is not on the boundary; with two, the edge joining the vertices opposite them is
     not a boundary edge; with three, their common vertex is in no other tetrahedron. Each
@@ -400,7 +479,8 @@ def _peel(points: np.ndarray, tets: np.ndarray, q_min: float) -> np.ndarray:
         _, inverse, count = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
         outer = (count[inverse.ravel()] == 1).reshape(-1, 4)  # face j of tet opposite vertex j
         n_outer = outer.sum(axis=1)
-        cand = np.flatnonzero((quality[live] < q_min) & (n_outer >= 1) & (n_outer <= 3))
+        cand = np.flatnonzero((quality[live] < q_min) & (n_outer >= 1) & (n_outer <= 3)
+                              & (t < surface).all(axis=1))
         if len(cand) == 0:
             return tets[keep]
         faces = keys.reshape(-1, 4, 3)[outer]
