@@ -285,6 +285,23 @@ def test_an_obj_file_loads_as_its_arrays(tmp_path: pathlib.Path) -> None:
         assert np.array_equal(x, y)
 
 
+def test_files_that_split_or_repeat_vertices_load_welded(tmp_path: pathlib.Path) -> None:
+    """An OBJ with texture coordinates per corner (trimesh splits its vertices by them) and an
+    STL (a float32 triangle soup, three vertices per face) load welded, volume kept."""
+    v, f = meshes.box(1.0)
+    lines = [f"v {x!r} {y!r} {z!r}" for x, y, z in v.tolist()] + ["vt 0 0", "vt 1 0", "vt 0 1"]
+    lines += [f"f {a + 1}/1 {b + 1}/2 {c + 1}/3" for a, b, c in f.tolist()]
+    (tmp_path / "box.obj").write_text("\n".join(lines) + "\n")
+    lv, lf = meshes.load(tmp_path / "box.obj")
+    assert len(lv) == 8 and meshes.volume(lv, lf) == pytest.approx(1.0, rel=1e-15)
+    trimesh = pytest.importorskip("trimesh")
+    tv, tf = meshes.torus()
+    trimesh.Trimesh(tv, tf, process=False).export(tmp_path / "torus.stl")
+    sv, sf = meshes.load(tmp_path / "torus.stl")
+    assert len(sv) == len(tv) and len(sf) == len(tf)
+    assert meshes.volume(sv, sf) == pytest.approx(meshes.volume(tv, tf), rel=1e-6)  # float32
+
+
 def test_a_trimesh_loads_as_its_arrays() -> None:
     trimesh = pytest.importorskip("trimesh")
     v, f = meshes.icosphere(1)
