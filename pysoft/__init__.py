@@ -16,6 +16,7 @@ True
 from pysoft import _native, build
 from pysoft._pipeline import Priority
 from pysoft._store import CapacityError, RemovedError
+from pysoft.features._materials import MaterialConstraint
 from pysoft.features.bodies import Pressure, ShapeMatching, SoftBody
 from pysoft.features.colliders import Collider
 from pysoft.features.constraints import DistanceConstraint, VolumeConstraint
@@ -42,6 +43,7 @@ __all__ = [
     "DistanceConstraint",
     "GravityWell",
     "InstabilityError",
+    "MaterialConstraint",
     "Particle",
     "Plane",
     "Polygon",

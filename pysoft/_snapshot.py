@@ -35,8 +35,8 @@ from pysoft.features import Features
 
 MAGIC = b"PYSOFT\x00S"
 # 2: arrays in feature order (pysoft.features.FEATURES); 3: bodies' rolling_resistance,
-# area springs, grabs
-FORMAT_VERSION = 3
+# area springs, grabs; 4: material constraints
+FORMAT_VERSION = 4
 _HEADER = struct.Struct("<8sII16s")
 
 
@@ -122,6 +122,8 @@ RULES: dict[str, tuple[float, float]] = {
     "area_springs.stiffness": _NONNEG, "area_springs.damping": _NONNEG,
     "distances.rest_length": _NONNEG, "distances.compliance": _NONNEG,
     "volumes.compliance": _NONNEG,
+    "materials.young": _POSITIVE, "materials.rest_volume": _POSITIVE, "materials.compliance": _POSITIVE,
+    "materials.poisson": (float(np.nextafter(-1.0, 0.0)), float(np.nextafter(0.5, 0.0))),
     "bodies.amount": _NONNEG, "bodies.min_area": _NONNEG, "bodies.match_stiffness": _NONNEG,
     "bodies.match_damping": _NONNEG, "bodies.friction": _NONNEG, "bodies.restitution": _UNIT,
     "bodies.rolling_resistance": _NONNEG,

@@ -382,6 +382,29 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
 
 
 
+def sample_xpbd_material(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Tets whose rest shapes are their current ones stretched, sheared or mirrored (inverted
+    tets), one at rest, one collapsed to a point, some with a compliance of 0 (skipped), the
+    corrections large enough that some are capped; in 2D the kernel does nothing."""
+    s = sample_step(rng, n, dim)
+    m = 0 if n < 4 else 2 * n
+    tets = np.array([rng.choice(n, 4, replace=False) for _ in range(m)], dtype=np.int32).reshape(m, 4)
+    dm_inv = np.zeros((m, 9))
+    if m and dim == 3:
+        pos = s["pos"]
+        ds = np.stack([pos[tets[:, k]] - pos[tets[:, 0]] for k in (1, 2, 3)], axis=2)
+        scale = np.where(rng.random((m, 1, 1)) < 0.5, 1e-4, 0.3)  # near rest: uncapped
+        warp = np.eye(3) + rng.normal(0.0, 1.0, (m, 3, 3)) * scale
+        warp[: m // 5, :, 2] *= -1.0  # rest shapes mirrored: these tets are inverted
+        warp[m // 5] = np.eye(3)  # at rest
+        dm_inv = np.linalg.inv(warp @ ds).reshape(m, 9)
+        pos[tets[1]] = pos[tets[1][0]]  # collapsed to a point: no gradient
+    compliance = rng.uniform(1e-7, 1e-3, (m, 2)) * np.where(rng.random((m, 1)) < 0.1, 0.0, 1.0)
+    return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "lambda": rng.normal(0.0, 1e-3, (m, 2)), "inv_mass": s["inv_mass"], "tets": tets,
+            "dm_inv": dm_inv, "compliance": compliance, **colored(tets), "h": s["h"]}
+
+
 def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     """Supports: zero (free) or unit normals of a few directions, so some bodies are held from
     one side only, some from opposite sides (opposed exactly at dot -1/2 too), some not held."""
@@ -614,6 +637,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_velocity": sample_xpbd_velocity,
     "xpbd_distance": sample_xpbd_distance,
     "xpbd_volume": sample_xpbd_volume,
+    "xpbd_material": sample_xpbd_material,
     "settle_mass": sample_settle_mass,
     "untangle": sample_untangle,
     "collide": sample_collide,

@@ -376,6 +376,10 @@ LAYOUT = {3: [
     "colliders.restitution", "colliders.friction", "colliders.tangential_damping", "grabs.entity",
     "grabs.target", "grabs.stiffness", "grabs.damping",
 ]}
+# 4: material constraints after the volume constraints
+LAYOUT[4] = [*LAYOUT[3][: LAYOUT[3].index("volumes.compliance") + 1], "materials.entity",
+             "materials.young", "materials.poisson", "materials.rest_volume", "materials.dm_inv",
+             "materials.compliance", *LAYOUT[3][LAYOUT[3].index("volumes.compliance") + 1 :]]
 
 
 def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:

@@ -25,6 +25,7 @@ from pysoft._kernels import REGISTRY
 
 SIZES = (0, 1, 7, 2000)
 PAD = 3  # extra rows after the live ones, in the padded cases
+THREE_D_ONLY = {"xpbd_material"}  # kernels that do nothing in 2D: their padded case is 3D
 
 
 def _copy(args: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def _padded(name: str, args: dict[str, Any]) -> dict[str, Any]:
 def test_kernels_touch_only_the_live_rows_of_longer_buffers(name: str, backend: str) -> None:
     """What the World does: bind once to buffers with spare rows, pass the live counts."""
     kernel = REGISTRY[name]
-    args = _sample(name, 200, 2, 7)
+    args = _sample(name, 200, 3 if name in THREE_D_ONLY else 2, 7)
     plain = _copy(args)
     plain_out = _run(name, backend, plain)
     sizes = _kernels.Bound(name, backend, **arrays_of(name, args)).sizes

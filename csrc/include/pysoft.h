@@ -100,6 +100,10 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
                     const int32_t *batch_start, int m, int nbatch, int dim, double h);
+void ps_xpbd_material(double *pos, double *vel, double *withheld, double *lambda,
+                      const double *inv_mass, const int32_t *tets, const double *dm_inv,
+                      const double *compliance, const int32_t *order,
+                      const int32_t *batch_start, int m, int nbatch, int dim, double h);
 void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
                     const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,

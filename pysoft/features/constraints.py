@@ -1,5 +1,6 @@
-"""XPBD constraints: distance, and area (2D) / volume (3D) over simplices, with
-compliance (``csrc/src/constraints.c``).
+"""XPBD constraints: distance, area (2D) / volume (3D) over simplices, with compliance, and
+an elastic material over tetrahedra set by Young's modulus and Poisson's ratio
+(``csrc/src/constraints.c``).
 
 Each constraint table is solved in batches of constraints that share no
 particle (``pysoft._coloring``), kept up to date as constraints come and go.
@@ -21,6 +22,7 @@ from pysoft._kernels import Arg, Kernel, register
 from pysoft._store import Field
 from pysoft.features._feature import PROBE_H, Context, Feature
 from pysoft.features._links import Links, Pair, pair_entities
+from pysoft.features._materials import MaterialConstraint, material_compliance
 from pysoft.features.bodies import check_ranges
 from pysoft.twins.constraints import _simplex
 
@@ -73,6 +75,12 @@ register(
             Arg("rest_volume", ("m",)), Arg("compliance", ("m",)), *_SOLVE),
            ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
            index_args=(("simplices", "n"),), check=_check_batches("simplices")),
+    Kernel("xpbd_material", "constraints",
+           (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m", 2)),
+            Arg("inv_mass", _S), Arg("tets", ("m", 4), np.int32), Arg("dm_inv", ("m", 9)),
+            Arg("compliance", ("m", 2)), *_SOLVE),
+           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
+           index_args=(("tets", "n"),), check=_check_batches("tets")),
 )
 
 
@@ -105,17 +113,17 @@ class _Solver:
     """One constraint kind: its links, batches and bound kernel."""
 
     def __init__(self, ctx: Context, kernel: str, name: str, width: int, index: str,
-                 rest: str) -> None:
+                 fields: dict[str, Field], binds: tuple[str, ...]) -> None:
+        """``fields``: the table's columns besides the links' own (``lambda`` among them);
+        ``binds``: those the kernel reads or writes, after the particles' and before the
+        batches' (``order``, ``batch_start``)."""
         self.ctx, self.kernel = ctx, kernel
         self.links = Links(ctx, name, width, index, {
-            rest: Field((), np.float64), "compliance": Field((), np.float64),
-            "lambda": Field((), np.float64), "colour": Field((), np.int32),
-            "slot": Field((), np.int32)}, MAX_CONSTRAINTS)
+            **fields, "colour": Field((), np.int32), "slot": Field((), np.int32)}, MAX_CONSTRAINTS)
         self.table = T = self.links.table
         self.batches = Batches(T, ctx.store)
         a = ctx.store.particles.arrays
-        rest_of = {"lambda": T.arrays["lambda"], index: T.arrays[index], rest: T.arrays[rest],
-                   "compliance": T.arrays["compliance"], "order": self.batches.order,
+        rest_of = {**{f: T.arrays[f] for f in (index, *binds)}, "order": self.batches.order,
                    "batch_start": self.batches.start}
         moving = {"pos": a["pos"], "vel": a["vel"], "withheld": a["withheld"]}
         self.solve = ctx.bind(kernel, inv_mass=a["inv_mass"], **moving, **rest_of)
@@ -136,7 +144,7 @@ class _Solver:
 class _ConstraintTerm:
     """Zero the multipliers (and, under integrator "xpbd", the velocity the corrections' caps
     withheld, which its velocity update leaves out), then ``constraint_iterations`` sweeps:
-    distances, then volumes."""
+    distances, then volumes, then materials."""
     label = "XPBD constraints"  # its name in an InstabilityError
 
     def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
@@ -285,16 +293,28 @@ class _UntangleTerm:
 
 
 class Constraints(Feature):
-    """XPBD distance and volume constraints."""
+    """XPBD distance, volume and material constraints."""
 
-    kinds = (DistanceConstraint, VolumeConstraint)
-    snapshot = (("distances", ("rest_length", "compliance")), ("volumes", ("rest_volume", "compliance")))
+    kinds = (DistanceConstraint, VolumeConstraint, MaterialConstraint)
+    snapshot = (("distances", ("rest_length", "compliance")), ("volumes", ("rest_volume", "compliance")),
+                ("materials", ("young", "poisson", "rest_volume", "dm_inv", "compliance")))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
-        self.distances = _Solver(ctx, "xpbd_distance", "distances", 2, "pairs", "rest_length")
-        self.volumes = _Solver(ctx, "xpbd_volume", "volumes", ctx.dim + 1, "simplices", "rest_volume")
-        term = _ConstraintTerm(ctx, (self.distances, self.volumes))
+        f64 = Field((), np.float64)
+        self.distances = _Solver(ctx, "xpbd_distance", "distances", 2, "pairs",
+                                 {"rest_length": f64, "compliance": f64, "lambda": f64},
+                                 ("lambda", "rest_length", "compliance"))
+        self.volumes = _Solver(ctx, "xpbd_volume", "volumes", ctx.dim + 1, "simplices",
+                               {"rest_volume": f64, "compliance": f64, "lambda": f64},
+                               ("lambda", "rest_volume", "compliance"))
+        two = Field((2,), np.float64)
+        self.materials = _Solver(ctx, "xpbd_material", "materials", 4, "tets",
+                                 {"young": f64, "poisson": f64, "rest_volume": f64,
+                                  "dm_inv": Field((9,), np.float64), "compliance": two, "lambda": two},
+                                 ("lambda", "dm_inv", "compliance"))
+        self.solvers = (self.distances, self.volumes, self.materials)
+        term = _ConstraintTerm(ctx, self.solvers)
         ctx.pipeline.constraints.append(term)
         self.settle = _SettleTerm(ctx, term)
         ctx.pipeline.settle.append(self.settle)
@@ -357,11 +377,51 @@ class Constraints(Feature):
         return self.volumes.add("add_volume_constraints", lambda: VolumeConstraint(table),
                                 ends, rows, rest_volume=rest, compliance=alpha)
 
+    def add_material_constraint(self, tet: Sequence[int], young: float, poisson: float) -> int:
+        """A tetrahedron of elastic material (3D): Young's modulus ``young`` (Pa) and Poisson's
+        ratio ``poisson`` (> -1, < 0.5); its rest shape is the four particles' current places."""
+        return self._add_materials([list(tet)], _validate.positive("young", young),
+                                   _validate.finite("poisson", poisson), "tet")[0]
+
+    def add_material_constraints(self, tets: Any, young: Any, poisson: Any) -> list[int]:
+        """Material tetrahedra in bulk over (M, 4) particle entities; ``young`` and ``poisson``
+        a value each or one per tet (rubber: about young=1e6, poisson=0.49). Energy
+        mu V0 |dev E|^2 + K V0 / 2 (det F - 1)^2 (E Green's strain, mu the shear and K the
+        bulk modulus): linear elasticity of (young, poisson) at small strain, recovering
+        from inversion (csrc/src/constraints.c). Either order of a tet's corners is taken as
+        given: the rest shape is the current one (F = I at rest), its volume positive."""
+        return self._add_materials(tets, young, poisson, "tets")
+
+    def _add_materials(self, tets: Any, young: Any, poisson: Any, name: str) -> list[int]:
+        if self.ctx.dim != 3:
+            raise ValueError(f"{name}: material constraints need a 3D world (dim=3), this one has "
+                             f"dim={self.ctx.dim}")
+        links = self.materials.links
+        ends, rows = links.resolve(name, tets)
+        pos = self.ctx.store.particles.arrays["pos"]
+        with np.errstate(over="ignore", invalid="ignore"):
+            dm = np.stack([pos[rows[:, k]] - pos[rows[:, 0]] for k in (1, 2, 3)], axis=2)
+            volume = np.abs(np.linalg.det(dm)) / 6.0 if len(rows) else np.zeros(0)
+        span = np.ptp(pos[rows.reshape(-1)], axis=0).max() if len(rows) else 0.0
+        if not (np.isfinite(volume).all() and (volume > 1e-12 * span**3).all()):
+            raise ValueError(f"{name}: a tet has zero (or not finite) volume: coplanar corners")
+        with np.errstate(over="ignore", invalid="ignore"):
+            dm_inv = np.linalg.inv(dm).reshape(-1, 9) if len(rows) else np.zeros((0, 9))
+        if not np.isfinite(dm_inv).all():
+            raise ValueError(f"{name}: a tet is too flat to invert its rest shape")
+        alpha = material_compliance(young, poisson, volume)
+        m = len(ends)
+        table = links.table
+        return self.materials.add("add_material_constraints", lambda: MaterialConstraint(table), ends,
+                                  rows, young=_validate.per_row("young", young, m),
+                                  poisson=_validate.per_row("poisson", poisson, m),
+                                  rest_volume=volume, dm_inv=dm_inv, compliance=alpha)
+
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         dim, n = self.ctx.dim, self.ctx.store.particles.n
         probes: dict[str, tuple[int, Callable[[], Any]]] = {
             s.kernel: (s.table.n, functools.partial(s.solve, s.table.n, s.batches.colours, dim, PROBE_H))
-            for s in (self.distances, self.volumes)}
+            for s in self.solvers}
         probes["settle_mass"] = (n, lambda: self.settle.bound()(n, self.settle.bodies.n, dim))
         m = self.volumes.table.n
         probes["untangle"] = (m, lambda: self.untangle.bound()(n, m, self.untangle.bodies.n, dim))
@@ -375,15 +435,19 @@ class Constraints(Feature):
         """The VolumeConstraint component of ``entity``."""
         return self.ctx.ecs.get(entity, VolumeConstraint, "volume constraint")
 
+    def material_constraint(self, entity: int) -> MaterialConstraint:
+        """The MaterialConstraint component of ``entity``."""
+        return self.ctx.ecs.get(entity, MaterialConstraint, "material constraint")
+
     def remove(self, entities: list[int]) -> None:
-        for solver in (self.distances, self.volumes):
+        for solver in self.solvers:
             own = [e for e in entities if e in solver.table.row_of]
             if own:
                 solver.remove(own)
 
     def links_of(self, particles: list[int]) -> list[int]:
-        return self.distances.links.links_of(particles) + self.volumes.links.links_of(particles)
+        return [e for s in self.solvers for e in s.links.links_of(particles)]
 
     def particles_moved(self, entities: np.ndarray, rows: np.ndarray) -> None:
-        self.distances.links.particles_moved(entities, rows)
-        self.volumes.links.particles_moved(entities, rows)
+        for s in self.solvers:
+            s.links.particles_moved(entities, rows)

@@ -185,3 +185,108 @@ def untangle(
         free = inv_mass[idx] != 0.0
         pos[idx[free]] = np.stack([f.cx[0] + gx, f.cy[0] + gy], axis=1)[free]
         vel[idx[free]] = np.stack([f.ux[0] + -f.w[0] * gy, f.uy[0] + f.w[0] * gx], axis=1)[free]
+
+
+def xpbd_material(
+    pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, tets: I32, dm_inv: F64,
+    compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+) -> None:
+    """XPBD material tets (3D): each tet's deviatoric (|dev E|) and volume (det F - 1)
+    constraints solved together (a 2 x 2 system), one batch at a time; nothing for dim != 3."""
+    if dim != 3:
+        return
+    inv_h, hh = 1.0 / h, h * h
+    for bt in range(nbatch):
+        j = order[batch_start[bt] : batch_start[bt + 1]]
+        _material_batch(pos, vel, withheld, lam, inv_mass, tets[j], dm_inv[j], compliance[j], j,
+                        inv_h, hh)
+
+
+def _material_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, s: I32, B: F64,
+                    comp: F64, j: I32, inv_h: float, hh: float) -> None:
+    """One batch of material tets (``s`` their rows, ``B`` their Dm^-1, ``j`` their indices)."""
+    w = inv_mass[s]
+    ok = (comp[:, 0] > 0.0) & (comp[:, 1] > 0.0) & ~(
+        (w[:, 0] == 0.0) & (w[:, 1] == 0.0) & (w[:, 2] == 0.0) & (w[:, 3] == 0.0))
+    s, B, w, j, cd, ch = s[ok], B[ok], w[ok], j[ok], comp[ok, 0], comp[ok, 1]
+    n = len(s)
+    x0 = pos[s[:, 0]]
+    e = [pos[s[:, k + 1]] - x0 for k in range(3)]
+    f = np.empty((n, 3, 3))  # f[:, b]: column b of F
+    for b in range(3):
+        for a in range(3):
+            f[:, b, a] = e[0][:, a] * B[:, b] + e[1][:, a] * B[:, 3 + b] + e[2][:, a] * B[:, 6 + b]
+    D = np.empty((n, 3, 3))  # dev E
+    for b in range(3):
+        for d in range(3):
+            D[:, b, d] = 0.5 * ((f[:, b, 0] * f[:, d, 0] + f[:, b, 1] * f[:, d, 1]
+                                 + f[:, b, 2] * f[:, d, 2]) - (1.0 if b == d else 0.0))
+    third = (D[:, 0, 0] + D[:, 1, 1] + D[:, 2, 2]) / 3.0
+    r2 = np.zeros(n)
+    for b in range(3):
+        D[:, b, b] = D[:, b, b] - third
+        for d in range(3):
+            r2 = r2 + D[:, b, d] * D[:, b, d]
+    CD = np.sqrt(r2)
+    c = np.empty_like(f)
+    for b in range(3):
+        u, v = f[:, (b + 1) % 3], f[:, (b + 2) % 3]
+        c[:, b, 0] = u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]
+        c[:, b, 1] = u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]
+        c[:, b, 2] = u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+    CH = (f[:, 0, 0] * c[:, 0, 0] + f[:, 0, 1] * c[:, 0, 1] + f[:, 0, 2] * c[:, 0, 2]) - 1.0
+    P = np.empty((n, 3, 3))
+    live = CD > 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for a in range(3):
+            for d in range(3):
+                P[:, a, d] = np.where(live, (f[:, 0, a] * D[:, 0, d] + f[:, 1, a] * D[:, 1, d]
+                                             + f[:, 2, a] * D[:, 2, d]) / CD, 0.0)
+    gD, gH = np.empty((n, 4, 3)), np.empty((n, 4, 3))
+    for k in range(3):
+        for a in range(3):
+            gD[:, k + 1, a] = (P[:, a, 0] * B[:, 3 * k] + P[:, a, 1] * B[:, 3 * k + 1]
+                               + P[:, a, 2] * B[:, 3 * k + 2])
+            gH[:, k + 1, a] = (c[:, 0, a] * B[:, 3 * k] + c[:, 1, a] * B[:, 3 * k + 1]
+                               + c[:, 2, a] * B[:, 3 * k + 2])
+    gD[:, 0] = -(gD[:, 1] + gD[:, 2] + gD[:, 3])
+    gH[:, 0] = -(gH[:, 1] + gH[:, 2] + gH[:, 3])
+    sDD, sDH, sHH = np.zeros(n), np.zeros(n), np.zeros(n)
+    for i in range(4):
+        dd, dh, h2 = np.zeros(n), np.zeros(n), np.zeros(n)
+        for a in range(3):
+            dd = dd + gD[:, i, a] * gD[:, i, a]
+            dh = dh + gD[:, i, a] * gH[:, i, a]
+            h2 = h2 + gH[:, i, a] * gH[:, i, a]
+        sDD, sDH, sHH = sDD + w[:, i] * dd, sDH + w[:, i] * dh, sHH + w[:, i] * h2
+    aD, aH = cd / hh, ch / hh
+    gram = sDD * sHH - sDH * sDH
+    gram = np.where(gram > 0.0, gram, 0.0)  # C's `if (!(gram > 0.0)) gram = 0.0`
+    det = gram + aD * sHH + aH * sDD + aD * aH
+    ok = (sDD + sHH > 0.0) & (det > 0.0)
+    s, w, gD, gH, CD, CH, j = s[ok], w[ok], gD[ok], gH[ok], CD[ok], CH[ok], j[ok]
+    sDD, sDH, sHH, aD, aH, det = sDD[ok], sDH[ok], sHH[ok], aD[ok], aH[ok], det[ok]
+    rD, rH = -CD - aD * lam[j, 0], -CH - aH * lam[j, 1]
+    dD = (rD * (sHH + aH) - sDH * rH) / det
+    dH = ((sDD + aD) * rH - sDH * rD) / det
+    lam[j, 0] = lam[j, 0] + dD
+    lam[j, 1] = lam[j, 1] + dH
+    dx = w[:, :, None] * (dD[:, None, None] * gD + dH[:, None, None] * gH)
+    top = np.zeros(len(s))
+    for i in range(4):
+        d2 = np.zeros(len(s))
+        for a in range(3):
+            d2 = d2 + dx[:, i, a] * dx[:, i, a]
+        top = np.where(d2 > top, d2, top)  # C's `if (d2 > top)`
+    speed2 = top * (inv_h * inv_h)
+    with np.errstate(divide="ignore"):
+        share = np.where(speed2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED,
+                         MAX_CORRECTION_SPEED / np.sqrt(speed2), 1.0)[:, None]
+    capped = share[:, 0] < 1.0
+    any_capped = bool(capped.any())
+    for i in range(4):
+        rows = s[:, i]
+        pos[rows] = pos[rows] + dx[:, i]
+        vel[rows] = vel[rows] + dx[:, i] * inv_h * share
+        if any_capped:
+            _withhold(withheld, rows, dx[:, i], inv_h, share, capped)

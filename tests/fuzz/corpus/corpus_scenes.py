@@ -47,9 +47,19 @@ def three_d() -> pysoft.World:
     return w
 
 
+def material() -> pysoft.World:
+    """Two material tets sharing a face, one of them stiffer, dropped on the floor."""
+    w = _floor(3)
+    ps = w.add_particles([(0.0, 0.3, 0.0), (0.2, 0.3, 0.0), (0.0, 0.5, 0.0), (0.0, 0.3, 0.2),
+                          (0.2, 0.5, 0.2)], masses=0.1)
+    w.add_material_constraints([[ps[0], ps[1], ps[2], ps[3]], [ps[1], ps[2], ps[3], ps[4]]],
+                               young=[1e5, 3e5], poisson=0.4)
+    return w
+
+
 SCENES: dict[str, Callable[[], pysoft.World]] = {
     "springs_box": springs_box, "gas_and_matching": gas_and_matching,
-    "xpbd_rope_and_cloth": xpbd_rope_and_cloth, "three_d": three_d}
+    "xpbd_rope_and_cloth": xpbd_rope_and_cloth, "three_d": three_d, "material": material}
 
 
 if __name__ == "__main__":
