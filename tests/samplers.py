@@ -69,10 +69,11 @@ def spring_workspace(n: int, m: int, dim: int) -> dict[str, np.ndarray]:
 
 
 def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
-    p = particles(rng, n, 2)
-    m = max(0, 3 * n // 2) if n >= 3 else 0
-    tri = np.stack([rng.choice(n, 3, replace=False) for _ in range(m)]).astype(np.int32) if m \
-        else np.zeros((0, 3), np.int32)
+    d = 3 if dim == 3 else 2  # 3D: volume springs on tetrahedra
+    p = particles(rng, n, d)
+    m = max(0, 3 * n // 2) if n >= d + 1 else 0
+    tri = np.stack([rng.choice(n, d + 1, replace=False) for _ in range(m)]).astype(np.int32) if m \
+        else np.zeros((0, d + 1), np.int32)
     rest = rng.normal(0.0, 0.5, m)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "triangles": tri, "rest_area": rest,
             "stiffness": rng.uniform(0.0, 500.0, m), "damping": rng.uniform(0.0, 5.0, m)}

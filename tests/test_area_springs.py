@@ -117,11 +117,31 @@ def test_bad_area_springs_are_refused(args: tuple[object, ...], kwargs: dict[str
     assert w.snapshot() == before
 
 
-def test_area_springs_are_2d() -> None:
-    w = pysoft.World(dim=3)
-    ps = w.add_particles([(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)])
-    with pytest.raises(ValueError, match="2D"):
-        w.add_area_springs([ps], stiffness=1.0)
+def test_volume_springs_in_3d_sag_as_hookes_law_says_and_push_an_inverted_tetrahedron_back() -> None:
+    """3D area springs hold a tetrahedron's volume. Corners a, b, c pinned (a base of area
+    A_b), d of mass m free above it at height z: V = A_b z / 3, dV/dd = (A_b / 3) up. Gravity
+    m g down balances s |dV/dd| with s = -k (V - V0): V - V0 = -3 m g / (k A_b), so d sinks by
+    9 m g / (k A_b^2). Pushed through the base (V < 0), the spring and its inversion gain push
+    it back up."""
+    def tet(z: float) -> tuple[pysoft.World, int]:
+        w = pysoft.World(dim=3, gravity=(0.0, 0.0, -9.81))
+        ps = w.add_particles([(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.2, 0.2, 1.0)],
+                             masses=[1.0, 1.0, 1.0, 0.1], pinned=[True, True, True, False])
+        w.add_area_springs([ps], stiffness=2000.0, damping=50.0)
+        w.positions[3, 2] = z
+        return w, ps[3]
+
+    w, _ = tet(1.0)
+    with pytest.raises(ValueError, match="triangles"):
+        w.add_area_springs([[0, 1, 2]], stiffness=1.0)  # 3D: four corners
+    for _ in range(300):
+        w.step()
+    want = 1.0 - 9.0 * 0.1 * 9.81 / (2000.0 * 0.5**2)
+    assert w.positions[3, 2] == pytest.approx(want, rel=1e-9)
+    w, _ = tet(-0.3)  # inside out
+    for _ in range(300):
+        w.step()
+    assert w.positions[3, 2] == pytest.approx(want, rel=1e-9)
 
 
 def test_which_builder_bodies_get_them() -> None:

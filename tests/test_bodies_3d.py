@@ -6,6 +6,7 @@ bit."""
 from __future__ import annotations
 
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
 import pysoft
-from pysoft import build
+from pysoft import build, meshes
 
 OCTAHEDRON = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
 OCTA_FACES = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5],
@@ -155,18 +156,29 @@ def test_a_mirrored_cube_turns_back(model: str) -> None:
     assert body.volume == pytest.approx(built, rel=0.02)
 
 
+TORUS = meshes.torus(0.3, 0.12, 24, 12)
+BUILDERS = {
+    "cube": lambda w, model: build.cube(w, center=(0.0, 0.4, 0.0), model=model),
+    "ball": lambda w, model: build.ball(w, center=(0.0, 0.6, 0.0), radius=0.3, model=model),
+    "torus": lambda w, model: build.mesh(w, TORUS, model=model, center=(0.0, 0.5, 0.0)),
+}
+
+
+@pytest.mark.parametrize("builder", sorted(BUILDERS))
 @pytest.mark.parametrize(("model", "tolerance"), [
-    ("xpbd", 0.02), ("springs", 0.05), ("pressure", 0.05), ("shape_matching", 0.05),
-    ("springs+pressure", 0.05), ("xpbd+shape_matching", 0.02)])
-def test_every_cube_model_rests_on_a_floor_near_its_built_volume(model: str, tolerance: float) -> None:
+    ("xpbd", 0.02), ("material", 0.02), ("springs", 0.05), ("pressure", 0.05), ("shape_matching", 0.05)])
+def test_every_3d_builder_and_model_rests_on_a_floor_near_its_built_volume(
+        builder: str, model: str, tolerance: float) -> None:
+    """The defaults matrix in 3D: dropped on a floor at 60 Hz with 8 substeps, at rest after
+    5 s within 5 % of the built volume (XPBD and the material within 2 %)."""
     w = pysoft.World(dim=3)
     w.add_collider(pysoft.Plane(normal=(0.0, 1.0, 0.0), offset=0.0))
-    body = w.body(build.box(w, center=(0.0, 0.4, 0.0), size=0.5, cells=3, model=model))
+    body = w.body(BUILDERS[builder](w, model))
     built = body.volume
-    for _ in range(240):
+    for _ in range(300):
         w.step()
     assert abs(body.volume / built - 1.0) < tolerance, body.volume / built
-    assert np.abs(w.velocities).max() < 0.05
+    assert np.abs(w.velocities).max() < 0.2  # (a ball may still roll)
     assert w.positions[:, 1].min() > -1e-3
 
 
@@ -308,3 +320,81 @@ def test_a_3d_cloth_drapes_and_its_bending_links_resist_folds(bending: float | N
     assert w.positions[:, 1].min() < 2.0 - 0.5 + 0.01  # hangs from its top row
     fold = _largest_fold(w, b)
     assert (fold < 15.0) if bending is None else (fold > 15.0), fold
+
+
+def test_a_gas_ball_holds_its_built_size_and_a_doubled_gas_swells_it_as_the_springs_say() -> None:
+    """build.ball's skin is prestressed so the built icosphere holds its gas: with no gravity
+    it stays put. With the gas doubled it swells until, for a uniform stretch s of every edge
+    (rest L0, built L, stiffness k), sum k (s L - L0) L = 3 amount (the energy
+    sum k/2 (s L - L0)^2 - amount ln(s^3 V) stationary): within 0.5 % of s."""
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0))
+    body = w.body(build.ball(w, center=(0.0, 1.0, 0.0), radius=0.3))
+    built, start = body.volume, w.positions.copy()
+    for _ in range(120):
+        w.step()
+    assert np.abs(w.positions - start).max() < 1e-9
+    springs = w.store.tables["springs"]
+    k, rest = springs.view("stiffness").copy(), springs.view("rest_length").copy()
+    ends = springs.view("pairs")  # particle rows
+    length = np.linalg.norm(start[ends[:, 1]] - start[ends[:, 0]], axis=1)
+    amount = 2.0 * body.pressure.amount
+    body.pressure.amount = amount
+    for _ in range(600):
+        w.step()
+    s = brentq(lambda s: float((k * (s * length - rest) * length).sum()) - 3.0 * amount, 1.0, 2.0)
+    assert (body.volume / built) ** (1.0 / 3.0) == pytest.approx(s, rel=0.005)
+    assert s > 1.01  # it did swell
+
+
+def _cube_mesh() -> tuple[np.ndarray, np.ndarray]:
+    return meshes.box((0.4, 0.3, 0.5))
+
+
+def test_a_mesh_from_an_obj_file_and_from_arrays_make_the_same_body(tmp_path: pathlib.Path) -> None:
+    vertices, faces = TORUS
+    path = tmp_path / "torus.obj"
+    path.write_text("".join(f"v {x!r} {y!r} {z!r}\n" for x, y, z in vertices.tolist())
+                    + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in faces.tolist()))
+    made = []
+    for source in (str(path), (vertices, faces)):
+        w = pysoft.World(dim=3)
+        b = build.mesh(w, source, model="xpbd", center=(0.0, 1.0, 0.0))
+        rows = w.store.particles.rows  # (entity ids differ between worlds: compare rows)
+        made.append((w.positions.copy(), rows(w.body(b).tetrahedra.reshape(-1)),
+                     rows(w.body(b).surface.reshape(-1))))
+    for a, b in zip(made[0], made[1], strict=True):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(("mesh", "match"), [
+    ((TORUS[0], TORUS[1][:-1]), "open"),
+    ((TORUS[0] * [1.0, 1.0, 0.0], TORUS[1]), "mesh"),
+    ((np.where(np.arange(len(TORUS[0]))[:, None] == 3, np.nan, TORUS[0]), TORUS[1]), "mesh"),
+    ((TORUS[0], TORUS[1] + len(TORUS[0])), "mesh"),
+])
+def test_a_bad_mesh_is_refused_and_the_world_is_unchanged(mesh: tuple, match: str) -> None:
+    w = pysoft.World(dim=3)
+    build.cube(w)
+    before = len(w.positions), w.store.tables["bodies"].n, w.store.tables["distances"].n
+    with pytest.raises(ValueError, match=match):
+        build.mesh(w, mesh)
+    assert (len(w.positions), w.store.tables["bodies"].n, w.store.tables["distances"].n) == before
+
+
+@pytest.mark.parametrize("model", ["xpbd", "pressure", "shape_matching"])
+def test_the_render_mesh_follows_the_body(model: str) -> None:
+    """The embedded mesh is the original at rest, and moves as the body moves: a rigid turn
+    and shift of every particle turns and shifts it alike (barycentric coordinates are
+    affine-invariant)."""
+    w = pysoft.World(dim=3)
+    vertices, faces = TORUS
+    body = w.body(build.mesh(w, (vertices, faces), model=model))
+    at_rest, got_faces = body.render_mesh()
+    assert np.array_equal(got_faces, faces)
+    assert np.abs(at_rest - vertices).max() < 1e-12
+    turn = Rotation.from_euler("xyz", [0.3, -0.7, 1.1]).as_matrix()
+    w.positions[:] = w.positions @ turn.T + [1.0, 2.0, 3.0]
+    moved, _ = body.render_mesh()
+    assert np.abs(moved - (vertices @ turn.T + [1.0, 2.0, 3.0])).max() < 1e-12
+    with pytest.raises(ValueError, match="render mesh"):
+        w.body(build.cube(w)).render_mesh()

@@ -303,42 +303,6 @@ void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda
     (void)m;
 }
 
-/* Signed measure of simplex `s` (area in 2D, volume in 3D) and its gradients. */
-static double simplex(double g[4][3], const double *pos, const int32_t *s, int dim)
-{
-    const double *p[4];
-    for (int i = 0; i <= dim; i++) p[i] = pos + (long)s[i] * dim;
-    if (dim == 2) {
-        double A = 0.5 * ((p[1][0] - p[0][0]) * (p[2][1] - p[0][1])
-                          - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]));
-        for (int i = 0; i < 3; i++) {
-            const double *q = p[(i + 1) % 3], *r = p[(i + 2) % 3];
-            g[i][0] = 0.5 * (q[1] - r[1]);
-            g[i][1] = 0.5 * (r[0] - q[0]);
-        }
-        return A;
-    }
-    static const int face[4][3] = {{1, 3, 2}, {0, 2, 3}, {0, 3, 1}, {0, 1, 2}};
-    for (int i = 0; i < 4; i++) {
-        const double *a = p[face[i][0]], *b = p[face[i][1]], *c = p[face[i][2]];
-        double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-        double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-        g[i][0] = (u[1] * v[2] - u[2] * v[1]) / 6.0;
-        g[i][1] = (u[2] * v[0] - u[0] * v[2]) / 6.0;
-        g[i][2] = (u[0] * v[1] - u[1] * v[0]) / 6.0;
-    }
-    double e1[3], e2[3], e3[3];
-    for (int c = 0; c < 3; c++) {
-        e1[c] = p[1][c] - p[0][c];
-        e2[c] = p[2][c] - p[0][c];
-        e3[c] = p[3][c] - p[0][c];
-    }
-    double cx = e2[1] * e3[2] - e2[2] * e3[1];
-    double cy = e2[2] * e3[0] - e2[0] * e3[2];
-    double cz = e2[0] * e3[1] - e2[1] * e3[0];
-    return (e1[0] * cx + e1[1] * cy + e1[2] * cz) / 6.0;
-}
-
 void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
@@ -351,7 +315,7 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
             int j = order[t];
             const int32_t *s = simplices + (long)j * k;
             double g[4][3];
-            double C = simplex(g, pos, s, dim) - rest_volume[j];
+            double C = ps_simplex(g, pos, s, dim) - rest_volume[j];
             /* top: the largest w_i^2 |g_i|^2, so the fastest vertex's velocity change is
              * |dlambda| / h sqrt(top) */
             double denom = 0.0, top = 0.0;

@@ -122,6 +122,44 @@ PS_INLINE ps_fit ps_rigid_fit(const double *pos, const double *vel, const int32_
     return f;
 }
 
+/* A simplex's signed measure (2D: a triangle's area; 3D: a tetrahedron's volume, 1/6 of
+ * e1 . (e2 x e3)) and its gradient with respect to each corner, g[i] (constraints.c's
+ * volume constraints, springs.c's area and volume springs). */
+PS_INLINE double ps_simplex(double g[4][3], const double *pos, const int32_t *s, int dim)
+{
+    const double *p[4];
+    for (int i = 0; i <= dim; i++) p[i] = pos + (long)s[i] * dim;
+    if (dim == 2) {
+        double A = 0.5 * ((p[1][0] - p[0][0]) * (p[2][1] - p[0][1])
+                          - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]));
+        for (int i = 0; i < 3; i++) {
+            const double *q = p[(i + 1) % 3], *r = p[(i + 2) % 3];
+            g[i][0] = 0.5 * (q[1] - r[1]);
+            g[i][1] = 0.5 * (r[0] - q[0]);
+        }
+        return A;
+    }
+    static const int face[4][3] = {{1, 3, 2}, {0, 2, 3}, {0, 3, 1}, {0, 1, 2}};
+    for (int i = 0; i < 4; i++) {
+        const double *a = p[face[i][0]], *b = p[face[i][1]], *c = p[face[i][2]];
+        double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        g[i][0] = (u[1] * v[2] - u[2] * v[1]) / 6.0;
+        g[i][1] = (u[2] * v[0] - u[0] * v[2]) / 6.0;
+        g[i][2] = (u[0] * v[1] - u[1] * v[0]) / 6.0;
+    }
+    double e1[3], e2[3], e3[3];
+    for (int c = 0; c < 3; c++) {
+        e1[c] = p[1][c] - p[0][c];
+        e2[c] = p[2][c] - p[0][c];
+        e3[c] = p[3][c] - p[0][c];
+    }
+    double cx = e2[1] * e3[2] - e2[2] * e3[1];
+    double cy = e2[2] * e3[0] - e2[0] * e3[2];
+    double cz = e2[0] * e3[1] - e2[1] * e3[0];
+    return (e1[0] * cx + e1[1] * cy + e1[2] * cz) / 6.0;
+}
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 

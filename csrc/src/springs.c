@@ -13,7 +13,8 @@
  * is valid. Hooke's law and this damper are the classic mass-spring model
  * of the seed articles (JellyCar-style soft bodies).
  *
- * Area springs (ps_area_springs, 2D) hold a triangle's signed area: for
+ * Area springs (ps_area_springs) hold a triangle's signed area (in 3D a
+ * tetrahedron's signed volume: volume_springs below, the same law): for
  * corners a, b, c (counter-clockwise at rest: A0 > 0), rest area A0,
  * stiffness k (N/m^3) and damping c (N s/m^3),
  *
@@ -235,10 +236,36 @@ void ps_springs(double *force, const double *pos, const double *vel,
         spring_scatter(force, pos, vel, pairs, rest_length, stiffness, damping, m, 3);
 }
 
+/* Volume springs (3D area springs): tetrahedron j's signed volume V and its gradient g_i at
+ * each corner (ps_simplex), s = -(k (V - V0) + c dV/dt) with dV/dt = sum_i g_i . v_i (corners
+ * in order, each x, y, z), and once inside out (V < 0) s -= PS_INVERSION_GAIN k V;
+ * F_i += s g_i for the corners in order. */
+static void volume_springs(double *force, const double *pos, const double *vel,
+                           const int32_t *tets, const double *rest_volume,
+                           const double *stiffness, const double *damping, int m)
+{
+    for (int j = 0; j < m; j++) {
+        const int32_t *t = tets + 4L * j;
+        double g[4][3];
+        double volume = ps_simplex(g, pos, t, 3);
+        double rate = 0.0;
+        for (int i = 0; i < 4; i++)
+            for (int c = 0; c < 3; c++) rate = rate + g[i][c] * vel[3L * t[i] + c];
+        double s = -(stiffness[j] * (volume - rest_volume[j]) + damping[j] * rate);
+        if (volume < 0.0) s = s - PS_INVERSION_GAIN * stiffness[j] * volume;
+        for (int i = 0; i < 4; i++)
+            for (int c = 0; c < 3; c++) force[3L * t[i] + c] += s * g[i][c];
+    }
+}
+
 void ps_area_springs(double *force, const double *pos, const double *vel,
                      const int32_t *triangles, const double *rest_area,
                      const double *stiffness, const double *damping, int m, int dim)
 {
+    if (dim == 3) {
+        volume_springs(force, pos, vel, triangles, rest_area, stiffness, damping, m);
+        return;
+    }
     for (int j = 0; j < m; j++) {
         long a = (long)dim * triangles[3 * j], b = (long)dim * triangles[3 * j + 1],
              c = (long)dim * triangles[3 * j + 2];

@@ -32,9 +32,13 @@ overflows (a stiffness from an enormous ``mass`` names ``mass``).
 
 In a 3D world (``World(dim=3)``) the same names make 3D bodies (pysoft.build.solid):
 ``box`` is ``cube`` (a tetrahedral lattice, or a surface-only gas or shape-matched box),
-``blob`` a sphere of particles joined pair by pair, ``rope`` a chain in space, ``cloth`` a
-hanging sheet that bends along its shared edges; the 2D-only builders (``circle``,
-``polygon``) refuse a 3D world, naming it.
+``ball`` a pressurised icosphere, ``blob`` a sphere of particles joined pair by pair,
+``rope`` a chain in space, ``cloth`` a hanging sheet that bends along its shared edges; and
+``mesh`` makes a body of any closed mesh (an OBJ, STL, PLY or OFF file, or arrays),
+tetrahedralised here for the volumetric models, its surface kept as a render mesh. 3D
+builders also take ``model="material"``: a continuum material of Young's modulus and
+Poisson's ratio on the tetrahedra. The 2D-only builders (``circle``, ``polygon``) refuse a
+3D world, naming it.
 """
 
 from __future__ import annotations
@@ -54,10 +58,10 @@ from pysoft.build.planar import (
     grid_pairs,
     rope,
 )
-from pysoft.build.solid import cube
+from pysoft.build.solid import cube, mesh
 
 __all__ = ["AREA_STIFFNESS", "AREA_UNDER_MATCHING", "MODELS", "ROLLING_RESISTANCE", "SKIN_STABLE", "ball",
-           "blob", "box", "circle", "cloth", "cube", "gas_forces", "grid_pairs",
+           "blob", "box", "circle", "cloth", "cube", "gas_forces", "grid_pairs", "mesh",
            "polygon", "rope"]
 
 F = TypeVar("F", bound=Callable[..., int])
@@ -81,7 +85,7 @@ def _by_dim(flat: F, deep: Callable[..., int] | None) -> F:
 
 box = _by_dim(planar.box, solid.cube)
 blob = _by_dim(planar.blob, solid.blob)
-ball = _by_dim(planar.ball, None)
+ball = _by_dim(planar.ball, solid.ball)
 circle = _by_dim(planar.circle, None)
 cloth = _by_dim(planar.cloth, solid.cloth)
 polygon = _by_dim(planar.polygon, None)

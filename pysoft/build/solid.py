@@ -116,18 +116,43 @@ def _default_amount(mass: float, volume: float, names: str) -> float:
     return amount
 
 
+MODELS3 = (*planar.MODELS, "material")
+# A surface-only shape-matched body's defaults (1/s^2, 1/s): nothing inside holds its shell,
+# so its sag on a floor is what it loses of its volume: at 2D's 2,000 and 20 a cube lost 3.4 %,
+# a ball 4.5 % and a torus 8.7 %; at 5,000 and 50, 1.4 %, 1.9 % and 3.9 %, all at rest in 5 s
+# (k h^2 = 0.02 at 8 substeps: far inside symplectic Euler's bound)
+MATCH = (5000.0, 50.0)
+# The material model's default: a soft jelly (a 1 kg, 0.5 m cube of it sags 0.5 % under its
+# own weight; rubber is about 1e6 Pa), nearly incompressible
+YOUNG, POISSON = 1e4, 0.45
+
+
+def _models3(model: str | Sequence[str]) -> set[str]:
+    """A 3D builder's models: 2D's (see pysoft.build), and "material" (the continuum material
+    on the tetrahedra)."""
+    if isinstance(model, str):
+        names = model.split("+")
+    elif isinstance(model, (list, tuple)):
+        names = list(model)
+    else:
+        return _models(model)  # (refused, naming model)
+    rest = [n for n in names if n != "material"]
+    return (_models(rest) if rest else set()) | ({"material"} if len(rest) < len(names) else set())
+
+
 def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, models: set[str],
           mass: float, names: str, stiffness: float | None, damping: float | None,
           amount: float | None, match: tuple[float, float], wobble_damping: float,
           compliance: float, volume_compliance: float, particle_radius: float,
-          body: dict[str, Any], max_strain: float | None) -> int:
+          body: dict[str, Any], max_strain: float | None,
+          material: tuple[float, float] = (YOUNG, POISSON)) -> int:
     """A 3D body from points ``pos``, positively oriented tetrahedra and their closed surface
     (outward), with ``models``: volumetric (all points, the tetrahedra's edges as springs
     and/or XPBD constraints, the tetrahedra's volumes kept under XPBD) when the models have
     springs or XPBD, else surface-only (the surface's points; a gas bag's skin of springs
     along its edges). Everything is checked before the first particle is added."""
     skin = _skin(models, 1.0, stiffness, damping)  # a gas bag's skin follows from its gas
-    if not {"springs", "xpbd"} & models:  # surface-only: keep the surface's points
+    if not {"springs", "xpbd", "material"} & models:  # surface-only: keep the surface's points
         keep = np.unique(surface)
         index = np.full(len(pos), -1, np.int64)
         index[keep] = np.arange(len(keep))
@@ -154,6 +179,10 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
             bag = None if skin is None else (m, *skin[1:])
             k, d, rest = _prestress(world, pos, pairs, surface, amount, k, d, bag, sources)
         springs = {"stiffness": k, "damping": d, "rest_lengths": rest, "max_strain": max_strain}
+    volumes = None  # a spring lattice's tetrahedra get volume springs (see _orient3)
+    if springs is not None and len(tets) and "xpbd" not in models:
+        volumes = _orient3(pos, tets, springs["stiffness"], springs["damping"],
+                           planar.AREA_UNDER_MATCHING if "shape_matching" in models else 1.0, sources)
     alpha = (validate.nonnegative("compliance", compliance),
              validate.nonnegative("volume_compliance", volume_compliance))
     chosen = _body_models(models, amount, match, wobble_damping)
@@ -161,11 +190,42 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
     with _or_undo(world, entities):
         if springs is not None:
             world.add_springs(entities[pairs], **springs)
+        if volumes is not None:
+            world.add_area_springs(entities[tets], *volumes)
         if "xpbd" in models:
             world.add_distance_constraints(entities[pairs], alpha[0])
             world.add_volume_constraints(entities[tets], alpha[1])
+        if "material" in models:
+            world.add_material_constraints(entities[tets], *material)
         return world.add_body(entities[surface], *chosen, particles=entities.tolist(),
                               tetrahedra=entities[tets] if len(tets) else None, **body)
+
+
+def _orient3(pos: np.ndarray, tets: np.ndarray, k: Any, c: float, factor: float,
+             names: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Volume springs for a spring lattice's tetrahedra (3D area springs, as _orient gives 2D
+    lattices area springs): an edge lattice neither keeps its volume as it sags nor knows
+    its inside from its outside (a tetrahedron flattened or turned inside out costs its edges
+    little). Each tetrahedron's volume mode is AREA_STIFFNESS x ``factor`` times as stiff
+    (and as damped) as a spring of the lattice's mean stiffness: stiffness gain k / |grad V|^2.
+    (A 0.3 m ball of 901 particles made of springs alone kept 49 % of its volume on a floor;
+    with them, 98 %.)"""
+    with np.errstate(over="ignore"):
+        stiffness = float(np.mean(k))
+    if not len(tets) or not stiffness > 0.0:
+        return None
+    x = pos[tets]
+    e1, e2, e3 = x[:, 1] - x[:, 0], x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]
+    g = [np.cross(e2, e3) / 6.0, np.cross(e3, e1) / 6.0, np.cross(e1, e2) / 6.0]
+    g.append(-(g[0] + g[1] + g[2]))
+    grad = sum(np.einsum("ij,ij->i", gi, gi) for gi in g)
+    gain = factor * planar.AREA_STIFFNESS
+    with np.errstate(over="ignore", divide="ignore"):
+        volume_k, volume_c = gain * stiffness / grad, gain * c / grad
+    what = "the volume springs' {} (which keep the body's volume and its inside in)"
+    _derived(names.stiffness, what.format("stiffness"), stiffness, volume_k)
+    _derived(names.damping, what.format("damping"), volume_c)
+    return volume_k, volume_c
 
 
 def _world3(world: World, builder: str) -> None:
@@ -177,22 +237,28 @@ def _world3(world: World, builder: str) -> None:
 def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.5, cells: Any = 3,
          model: str | Sequence[str] = "xpbd", mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, amount: float | None = None,
-         match_stiffness: float = 2000.0, match_damping: float = 20.0, wobble_damping: float = 8.0,
-         compliance: float = 1e-5, volume_compliance: float = 0.0, particle_radius: float = 0.0,
+         match_stiffness: float = MATCH[0], match_damping: float = MATCH[1], wobble_damping: float = 8.0,
+         compliance: float = 1e-5, volume_compliance: float = 0.0, young: float = YOUNG,
+         poisson: float = POISSON, particle_radius: float = 0.0,
          *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
          max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0) -> int:
     """A 3D box of (cells + 1) particles along each axis, six tetrahedra a cell (3D only;
     ``build.box`` in a 3D world is this). ``size`` (m) and ``cells`` are a number or three;
     ``mass`` is the whole body's (kg). ``model``: "xpbd" (default: edges as distance
     constraints of ``compliance``, tetrahedra keeping their volume with
-    ``volume_compliance``), "springs" (edges as springs), "pressure" (gas, with the springs'
-    lattice as its frame: gas alone would push the box round, as in 2D), "shape_matching"
+    ``volume_compliance``), "springs" (edges as springs), "material" (the continuum material
+    of Young's modulus ``young``, Pa, and Poisson's ratio ``poisson`` on the tetrahedra: see
+    World.add_material_constraints), "pressure" (gas, with the springs' lattice as its frame:
+    gas alone would push the box round, as in 2D), "shape_matching"
     (surface-only, with ``match_stiffness`` and ``match_damping``), or several
     ("xpbd+shape_matching"). ``amount`` (N m) defaults to the gas that carries about four
     times the body's weight."""
     _world3(world, "cube")
     body = _body(category, mask, self_collision, friction, restitution, 0.0)
-    models = planar._framed(_models(model))  # gas would push a box round: a lattice frames it
+    models = planar._framed(_models3(model))  # gas would push a box round: a lattice frames it
+    if "material" in models and "springs" in models and not {"springs"} & _models3(model):
+        models -= {"springs"}  # (the material frames a gas box itself)
+    material = (validate.positive("young", young), validate.finite("poisson", poisson))
     tear = _tear(max_strain, models)
     _optional(stiffness=stiffness, damping=damping, amount=amount)
     _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
@@ -206,7 +272,7 @@ def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.
         pos = (unit - 0.5) * extent + c
     return solid(world, pos, tets, boundary(tets), models, mass, "center, size, cells", stiffness,
                  damping, amount, (match_stiffness, match_damping), wobble_damping, compliance,
-                 volume_compliance, particle_radius, body, tear)
+                 volume_compliance, particle_radius, body, tear, material)
 
 
 def sphere_points(count: int) -> np.ndarray:
@@ -316,3 +382,92 @@ def cloth(world: World, center: Sequence[float] = (0.0, 2.0, 0.0), size: Sequenc
             if kb > 0.0:
                 world.add_springs(entities[folds], stiffness=kb, damping=d / 20.0, max_strain=tear)
         return world.add_body(entities[tris], particles=entities.tolist(), **body)
+
+
+def mesh(world: World, mesh: Any, model: str | Sequence[str] = "xpbd", center: Sequence[float] | None = None,
+         scale: float = 1.0, spacing: float | None = None, mass: float = 1.0,
+         stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
+         match_stiffness: float = MATCH[0], match_damping: float = MATCH[1], wobble_damping: float = 8.0,
+         compliance: float = 1e-5, volume_compliance: float = 0.0, young: float = YOUNG,
+         poisson: float = POISSON, particle_radius: float = 0.0,
+         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+         max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0,
+         _gas_bag: bool = False) -> int:
+    """A body of any closed mesh (3D): ``mesh`` is a path (OBJ, STL, PLY, OFF: whatever
+    trimesh reads), a ``(vertices, faces)`` pair or a ``trimesh.Trimesh``; it is welded and
+    checked (pysoft.meshes.load: ValueError naming ``mesh`` for an open, non-manifold or
+    degenerate one; an inside-out one is turned), scaled by ``scale`` and, with ``center``,
+    moved so its vertices' mean is there. Volumetric models ("xpbd", "springs", "material":
+    Young's modulus ``young`` in Pa and Poisson's ratio ``poisson``) are tetrahedralised
+    here (pysoft.meshes.tetrahedralize: the mesh's vertices plus interior points about
+    ``spacing`` apart); surface models ("pressure", "shape_matching") use the mesh's own
+    vertices. The mesh itself is kept as the body's render mesh (``body.render_mesh()``),
+    its vertices moved barycentrically in the tetrahedra. Other arguments as ``cube``."""
+    from pysoft import meshes
+
+    _world3(world, "mesh")
+    body = _body(category, mask, self_collision, friction, restitution, 0.0)
+    models = _models3(model)
+    if _gas_bag is not None and "pressure" in models and not {"springs", "xpbd", "material"} & models:
+        models = models if _gas_bag else models | {"springs"}  # gas pushes a mesh round: framed
+    tear = _tear(max_strain, models)
+    _optional(stiffness=stiffness, damping=damping, amount=amount)
+    _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
+           compliance=compliance, volume_compliance=volume_compliance, particle_radius=particle_radius)
+    material = (validate.positive("young", young), validate.finite("poisson", poisson))
+    k = validate.positive("scale", scale)
+    vertices, faces = meshes.load(mesh)
+    with np.errstate(over="ignore", invalid="ignore"):
+        vertices = vertices * k
+        if center is not None:
+            vertices = vertices - vertices.mean(axis=0) + validate.vector("center", center, 3)
+    validate.extent("mesh, scale, center", vertices)
+    if {"springs", "xpbd", "material"} & models:
+        cut = meshes.tetrahedralize(vertices, faces, spacing=None if spacing is None
+                                    else validate.positive("spacing", spacing) * k)
+        _count("mesh, spacing", len(cut.points), 7 * len(cut.points))
+        points, tets, surface = cut.points, cut.tetrahedra, cut.surface
+    else:
+        points, tets, surface = vertices, np.zeros((0, 4), np.int64), faces
+    entity = solid(world, points, tets, surface, models, mass, "mesh, scale, center", stiffness, damping,
+                   amount, (match_stiffness, match_damping), wobble_damping, compliance,
+                   volume_compliance, particle_radius, body, tear, material)
+    made = world.body(entity)
+    particles = np.asarray(made.particles, np.int64)
+    if len(tets):  # the mesh's vertices in the tetrahedra (the particles are points in order)
+        index, weights = meshes.embed(points, tets, vertices)
+        made.embed(particles[tets[index]], weights, faces)
+    else:  # a surface body: the mesh's vertices are its particles (the used ones, in order)
+        used = np.unique(surface)
+        order = np.searchsorted(used, np.arange(len(vertices)))
+        made.embed(np.repeat(particles[order][:, None], 4, axis=1),
+                   np.tile([1.0, 0.0, 0.0, 0.0], (len(vertices), 1)), faces)
+    return entity
+
+
+def ball(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), radius: float = 0.5,
+         subdivisions: int = 2, model: str | Sequence[str] = "pressure", mass: float = 1.0,
+         stiffness: float | None = None, damping: float | None = None, amount: float | None = None,
+         match_stiffness: float = MATCH[0], match_damping: float = MATCH[1], wobble_damping: float = 8.0,
+         compliance: float = 1e-5, volume_compliance: float = 0.0, particle_radius: float = 0.0,
+         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
+         max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0) -> int:
+    """A ball (3D): an icosphere of ``subdivisions`` (2: 162 particles) and ``radius`` about
+    ``center``; by default a gas bag (``model="pressure"``: its skin springs along the
+    icosphere's edges, prestressed to hold the gas at the built size), or any model of
+    ``mesh``."""
+    from pysoft import meshes
+
+    _world3(world, "ball")
+    c = validate.vector("center", center, 3)
+    r = validate.positive("radius", radius)
+    level = validate.integer("subdivisions", subdivisions, 0, 6)
+    vertices, faces = meshes.icosphere(level)
+    with np.errstate(over="ignore", invalid="ignore"):
+        vertices = vertices * r + c
+    return mesh(world, (vertices, faces), model, mass=mass, stiffness=stiffness, damping=damping,
+                amount=amount, match_stiffness=match_stiffness, match_damping=match_damping,
+                wobble_damping=wobble_damping, compliance=compliance, volume_compliance=volume_compliance,
+                particle_radius=particle_radius, category=category, mask=mask,
+                self_collision=self_collision, max_strain=max_strain, friction=friction,
+                restitution=restitution, _gas_bag=True)

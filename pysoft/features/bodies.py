@@ -179,13 +179,39 @@ class SoftBody(RowView):
     rest offsets from their centroid (shape matching's rest shape).
     """
 
-    __slots__ = ("_members", "_outline", "_particles", "_tets", "models")
+    __slots__ = ("_members", "_outline", "_particles", "_render", "_tets", "models")
 
     def __init__(self, table: Table, members: Ragged, outline: Ragged, models: tuple[Any, ...],
                  particles: Table, tets: Ragged | None = None) -> None:
         super().__init__(table)
         self._members, self._outline, self.models, self._tets = members, outline, models, tets
         self._particles = particles
+        # a render mesh embedded in the body: its vertices' particles (M, 4), their
+        # barycentric weights (M, 4) and its faces (F, 3) (build.mesh sets it)
+        self._render: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def embed(self, corners: np.ndarray, weights: np.ndarray, faces: np.ndarray) -> None:
+        """Keep a render mesh in the body: vertex i is the weighted sum of particles
+        ``corners[i]`` (entities, (M, 4)) with ``weights[i]``; ``faces`` (F, 3) index the
+        vertices (see render_mesh)."""
+        self._render = (np.array(corners, np.int64), np.array(weights, np.float64),
+                        np.array(faces, np.int64))
+
+    def render_mesh(self) -> tuple[np.ndarray, np.ndarray]:
+        """The embedded render mesh moved with the simulation: its vertices now ((M, 3),
+        barycentric in the body's tetrahedra, or a surface body's own particles) and faces
+        ((F, 3), counter-clockwise seen from outside): draw the detailed mesh over the coarse
+        simulated one. ValueError for a body built without one (build.mesh and build.ball
+        make them); RemovedError once a particle it follows was removed."""
+        if self._render is None:
+            raise ValueError("render_mesh: this body has no embedded render mesh (build.mesh makes one)")
+        corners, weights, faces = self._render
+        try:
+            rows = self._particles.rows(corners.reshape(-1))
+        except KeyError:
+            raise RemovedError("render_mesh: a particle the render mesh follows was removed") from None
+        x = self._particles.arrays["pos"][rows].reshape(len(corners), 4, -1)
+        return np.einsum("ij,ijk->ik", weights, x), faces.copy()
 
     @property
     def dim(self) -> int:

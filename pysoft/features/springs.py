@@ -17,6 +17,7 @@ from pysoft._pipeline import MAIN
 from pysoft._store import Field
 from pysoft.features._feature import Context, Feature, PerState
 from pysoft.features._links import Links, Pair, pair_entities
+from pysoft.twins.constraints import _simplex
 
 MAX_SPRINGS = 1 << 25
 
@@ -39,16 +40,11 @@ register(Kernel("springs", "springs",
                 index_args=(("pairs", "n"),), check=_rebuild_incidence))
 
 
-def _check_area(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
-    if sizes["m"] and sizes["dim"] != 2:
-        raise ValueError("area_springs: triangles' areas are 2D (dim must be 2)")
-
-
 register(Kernel("area_springs", "springs",
                 (Arg("force", ("n", "dim")), Arg("pos", ("n", "dim")), Arg("vel", ("n", "dim")),
-                 Arg("triangles", ("m", 3), np.int32), Arg("rest_area", ("m",)),
+                 Arg("triangles", ("m", "dim+1"), np.int32), Arg("rest_area", ("m",)),
                  Arg("stiffness", ("m",)), Arg("damping", ("m",))),
-                ("m", "dim"), (), ("force",), index_args=(("triangles", "n"),), check=_check_area))
+                ("m", "dim"), (), ("force",), index_args=(("triangles", "n"),)))
 
 
 def max_strain_rows(value: Any, m: int) -> np.ndarray:
@@ -155,7 +151,7 @@ class Springs(Feature):
             # the spring pass's workspace: the particles' lists of springs, the forces
             "incidence": Field((2,), np.int32), "spring_force": Field((ctx.dim,), np.float64),
         }, MAX_SPRINGS)
-        self.areas = Links(ctx, "area_springs", 3, "triangles", {
+        self.areas = Links(ctx, "area_springs", ctx.dim + 1, "triangles", {
             "rest_area": Field((), np.float64), "stiffness": Field((), np.float64),
             "damping": Field((), np.float64)}, MAX_SPRINGS)
         self.table = self.links.table
@@ -220,18 +216,16 @@ class Springs(Feature):
 
     def add_area_springs(self, triangles: Any, stiffness: Any, damping: Any = 0.0,
                          rest_areas: Any = None) -> list[int]:
-        """Area springs in bulk over (M, 3) particle entities (2D). Returns their entities."""
-        if self.ctx.dim != 2:
-            raise ValueError("add_area_springs: area springs are 2D (this world has dim=3)")
+        """Area springs in bulk over (M, 3) particle entities (2D), or volume springs over
+        (M, 4) tetrahedra (3D: the same law on the signed volume; stiffness N/m^5, damping
+        N s/m^5). Returns their entities."""
         ends, rows = self.areas.resolve("triangles", triangles)
         m = len(ends)
         params = {name: _validate.nonnegative_rows(name, value, m)
                   for name, value in (("stiffness", stiffness), ("damping", damping))}
         if rest_areas is None:
-            p = self.ctx.store.particles.arrays["pos"][rows.reshape(-1)].reshape(-1, 3, 2)
-            e1, e2 = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]
             with np.errstate(over="ignore", invalid="ignore"):
-                rest = 0.5 * (e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+                rest = _simplex(self.ctx.store.particles.arrays["pos"], rows, self.ctx.dim)[0]
             if not np.isfinite(rest).all():
                 raise ValueError("rest_areas: a triangle's area overflows (its particles are too far "
                                  "apart)")

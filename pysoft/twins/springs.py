@@ -17,6 +17,7 @@ from pysoft.twins._common import (
     scratch,
     workspace,
 )
+from pysoft.twins.constraints import _simplex
 
 
 class _Lists(NamedTuple):
@@ -124,8 +125,19 @@ def area_springs(
     stiffness: F64, damping: F64, m: int, dim: int,
 ) -> None:
     """Add the force -(k (A - A0) + c dA/dt) dA/dx of each triangle's signed area A to its
-    corners a, then b, then c."""
+    corners a, then b, then c (3D: each tetrahedron's signed volume, its four corners)."""
     t = triangles[:m]
+    if dim == 3:
+        volume, g = _simplex(pos, t, 3)
+        v3 = vel[t.reshape(-1)].reshape(-1, 4, 3)
+        rate3 = np.zeros(len(t))
+        for corner in range(4):
+            for axis in range(3):
+                rate3 = rate3 + g[:, corner, axis] * v3[:, corner, axis]
+        s3 = -(stiffness[:m] * (volume - rest_area[:m]) + damping[:m] * rate3)
+        s3 = np.where(volume < 0.0, s3 - INVERSION_GAIN * stiffness[:m] * volume, s3)
+        scatter_add(force, t.reshape(-1), (s3[:, None, None] * g).reshape(-1, 3))
+        return
     a, b, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
     area = 0.5 * ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
     g = np.stack([
