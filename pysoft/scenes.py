@@ -149,6 +149,22 @@ def xpbd_cloth(cells: int = 100, **world_args: Any) -> World:
     return world
 
 
+def tet_cubes(count: int = 80, **world_args: Any) -> World:
+    """3D: ``count`` XPBD cubes of tetrahedra (0.5 m, 4 x 4 x 4 cells: 125 particles, 384
+    tetrahedra and 604 edges each; 80 make 10,000 particles) in a square grid 0.1 m apart,
+    0.05 m above a frictionless floor; integrator "xpbd", 2 constraint iterations (the XPBD
+    yardstick's scene, built with build.cube)."""
+    world = World(dim=3, **{"integrator": "xpbd", **world_args})
+    world.constraint_iterations = 2
+    world.add_collider(Plane(normal=(0.0, 1.0, 0.0), offset=0.0), restitution=0.0, friction=0.0)
+    side = int(np.ceil(np.sqrt(count)))
+    for c in range(count):
+        i, j = divmod(c, side)
+        build.cube(world, center=(i * 0.6, 0.3, j * 0.6), size=0.5, cells=4, model="xpbd",
+                   compliance=1e-4)
+    return world
+
+
 def kernel_zoo(particles: int = 10_000, **world_args: Any) -> World:
     """A scene in which every kernel has work: spring boxes (most of the ``particles``), a
     gravity well, pressure balls, shape-matched boxes, XPBD boxes with area constraints and
