@@ -46,6 +46,10 @@ INVERSION_GAIN = 2.0
 # rotated rest shape takes the body back through a flat state along one axis instead (9 of 9
 # from 100 to 3,000; bodies.c). A body whose own stiffness is higher keeps its own
 UNMIRROR_STIFFNESS = 1000.0
+# ... and at least this many times its own stiffness: a body whose springs hold its mirror
+# image (a single cell of springs with its diagonals, shape-matched at 2,000: the flip goes
+# through a flat state its springs resist) stayed inside out at 1x and 2.5x; at 5x it turns back
+UNMIRROR_GAIN = 5.0
 
 # Sweeps of the cyclic Jacobi method that finds a 3D shape-matched body's best-fit rotation
 # (the top eigenvector of Horn's 4 x 4 quaternion matrix; bodies.c): it converges
@@ -66,5 +70,6 @@ C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": 
             "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
             "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_UNMIRROR_STIFFNESS": UNMIRROR_STIFFNESS,
+            "PS_UNMIRROR_GAIN": UNMIRROR_GAIN,
             "PS_JACOBI_SWEEPS": JACOBI_SWEEPS, "PS_CELL_LIMIT": CELL_LIMIT,
             "PS_MAX_THREADS": MAX_THREADS}

@@ -32,7 +32,8 @@
  * M a mirror) fits by sqrt(E^2 + T^2), E = sum q_x r_x - q_y r_y,
  * T = sum q_y r_x + q_x r_y, the best rotation by L; when
  *     D^2 + S^2 < E^2 + T^2     (the members' best linear fit has det < 0)
- * the stiffness is at least PS_UNMIRROR_STIFFNESS. Gas and area springs push a
+ * the stiffness is at least PS_UNMIRROR_STIFFNESS and PS_UNMIRROR_GAIN times the body's
+ * own (a cell of springs holds its mirror image against a weaker pull). Gas and area springs push a
  * uniformly inverted outline straight in and fold it; the pull to R q_i takes
  * the body back through a flat state along one axis instead (a symmetric body's
  * R is then arbitrary but fixed: L = 0 gives R = I).
@@ -153,6 +154,15 @@ void ps_pressure(double *force, const double *pos, const int32_t *outline,
     }
 }
 
+/* A mirrored body's shape-matching stiffness: at least PS_UNMIRROR_STIFFNESS and
+ * PS_UNMIRROR_GAIN times its own. */
+static double unmirrored(double k)
+{
+    double gained = PS_UNMIRROR_GAIN * k;
+    double least = gained > PS_UNMIRROR_STIFFNESS ? gained : PS_UNMIRROR_STIFFNESS;
+    return k < least ? least : k;
+}
+
 /* One Jacobi rotation of the symmetric 4 x 4 A zeroing A[p][q], accumulated into V's
  * columns (Numerical Recipes' jacobi: theta = (a_qq - a_pp) / 2 a_pq, t = sgn(theta) /
  * (|theta| + sqrt(theta^2 + 1)), c = 1 / sqrt(t^2 + 1), s = t c). A theta whose square
@@ -265,7 +275,7 @@ static void shape_match_3d(double *force, const double *pos, const double *vel,
             for (int a = 0; a < 3; a++) w[a] = 2.0 * L[a] / tr;
         }
         double k = stiffness[b];
-        if (det < 0.0 && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
+        if (det < 0.0) k = unmirrored(k);
         for (int j = 0; j < m; j++) {
             long i = idx[j];
             if (inv_mass[i] == 0.0) continue;
@@ -301,7 +311,7 @@ void ps_shape_match(double *force, const double *pos, const double *vel,
         ps_fit f = ps_rigid_fit(pos, vel, idx, q, m);
         double cx = f.cx, cy = f.cy, ux = f.ux, uy = f.uy, co = f.co, si = f.si, w = f.w;
         double k = stiffness[b];
-        if (f.mirrored && k < PS_UNMIRROR_STIFFNESS) k = PS_UNMIRROR_STIFFNESS;
+        if (f.mirrored) k = unmirrored(k);
         for (int j = 0; j < m; j++) {
             long i = idx[j];
             if (inv_mass[i] == 0.0) continue;

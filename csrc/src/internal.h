@@ -23,6 +23,7 @@
  *                   once it is inside out (springs.c);
  *   PS_UNMIRROR_STIFFNESS   the least shape-matching stiffness of a body that
  *                   fits a mirror image of its rest shape (bodies.c);
+ *   PS_UNMIRROR_GAIN   ... and the least multiple of its own stiffness (bodies.c);
  *   PS_JACOBI_SWEEPS   sweeps of the Jacobi method behind a 3D body's best-fit
  *                   rotation (bodies.c);
  *   PS_CELL_LIMIT   |spatial hash cell coordinates| are clamped here (contacts.c);
@@ -41,7 +42,7 @@
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
     || !defined(PS_MAX_PUSHOUT_SPEED) \
     || !defined(PS_MAX_CORRECTION_SPEED) || !defined(PS_INVERSION_GAIN) \
-    || !defined(PS_UNMIRROR_STIFFNESS) || !defined(PS_JACOBI_SWEEPS) || !defined(PS_CELL_LIMIT) \
+    || !defined(PS_UNMIRROR_STIFFNESS) || !defined(PS_UNMIRROR_GAIN) || !defined(PS_JACOBI_SWEEPS) || !defined(PS_CELL_LIMIT) \
     || !defined(PS_MAX_THREADS)
 #error "build the core through pysoft/_build.py: it defines the shared constants"
 #endif

@@ -588,7 +588,7 @@ def circle(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0
 def ball(world: World, center: Sequence[float] = (0.0, 2.0), radius: float = 0.5,
          segments: int = 20, mass: float = 1.0, stiffness: float | None = None,
          damping: float | None = None, amount: float | None = None, inflation: float = 0.05,
-         wobble_damping: float = 8.0, particle_radius: float = 0.0,
+         wobble_damping: float = 16.0, particle_radius: float = 0.0,
         *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
         max_strain: float | None = None,
         friction: float = 0.5, restitution: float = 0.0,

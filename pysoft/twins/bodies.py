@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from pysoft._constants import JACOBI_SWEEPS, UNMIRROR_STIFFNESS
+from pysoft._constants import JACOBI_SWEEPS, UNMIRROR_GAIN, UNMIRROR_STIFFNESS
 from pysoft.twins._common import F64, I32, ranges, scatter_add
 
 
@@ -67,6 +67,13 @@ def _pressure_3d(force: F64, pos: F64, surface: I32, body_start: I32, body_count
     f = sixth[body][:, None] * _tri_normal(a, b, c)
     rows = np.stack([surface[j], surface[j + 1], surface[j + 2]], axis=1).reshape(-1)
     scatter_add(force, rows, np.repeat(f, 3, axis=0))
+
+
+def unmirrored(k: F64) -> F64:
+    """bodies.c's unmirrored: a mirrored body's stiffness."""
+    gained = UNMIRROR_GAIN * k
+    least = np.where(gained > UNMIRROR_STIFFNESS, gained, UNMIRROR_STIFFNESS)
+    return np.where(k < least, least, k)
 
 
 class Fit(NamedTuple):
@@ -130,7 +137,7 @@ def shape_match(
     f = rigid_fit(pos, vel, members, rest, body_start, body_count, nb)
     body, idx, q, rx, ry = f.body, f.idx, f.q, f.rx, f.ry
     x, v = pos[idx], vel[idx]
-    k = np.where(f.mirrored & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
+    k = np.where(f.mirrored, unmirrored(stiffness[:nb]), stiffness[:nb])
     tx = f.cx[body] + (f.co[body] * q[:, 0] - f.si[body] * q[:, 1])
     ty = f.cy[body] + (f.si[body] * q[:, 0] + f.co[body] * q[:, 1])
     gx, gy = f.ux[body] + -f.w[body] * ry, f.uy[body] + f.w[body] * rx
@@ -290,7 +297,7 @@ def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, me
     by_adj = by_adj / detI[:, None]
     line = np.where((tr > 0.0)[:, None], 2.0 * L / tr[:, None], 0.0)
     w = np.where(solved[:, None], by_adj, line)
-    k = np.where((det < 0.0) & (stiffness[:nb] < UNMIRROR_STIFFNESS), UNMIRROR_STIFFNESS, stiffness[:nb])
+    k = np.where(det < 0.0, unmirrored(stiffness[:nb]), stiffness[:nb])
     wb = w[body]
     spin = np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
                      wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
