@@ -144,13 +144,21 @@ def test_shape_matching_keeps_momentum_and_angular_momentum(backend: str) -> Non
     assert np.abs(l1 - l0).max() < 2e-3 * np.abs(l0).max()
 
 
-@pytest.mark.parametrize("model", ["xpbd", "springs", "shape_matching", "pressure"])
-def test_a_mirrored_cube_turns_back(model: str) -> None:
+@pytest.mark.parametrize("model", ["xpbd", "material", "springs", "shape_matching", "pressure"])
+@pytest.mark.parametrize("abuse", ["mirrored", "flattened"])
+def test_a_mirrored_or_flattened_cube_comes_back(model: str, abuse: str) -> None:
+    """Every 3D model turns a mirrored cube back and blows a flattened one up to its volume.
+    (XPBD and material cubes come back spinning, at 0.7-2 m/s: the constraints' capped
+    corrections keep no angular momentum; the untangle pass is 2D for now.)"""
     w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0))
     body = w.body(build.box(w, center=(0.0, 0.0, 0.0), size=0.5, cells=2, model=model))
     built = body.volume
-    w.positions[:, 0] *= -1.0
-    assert body.volume == pytest.approx(-built)
+    if abuse == "mirrored":
+        w.positions[:, 0] *= -1.0
+        assert body.volume == pytest.approx(-built)
+    else:
+        w.positions[:, 1] *= 0.02
+        assert body.volume == pytest.approx(0.02 * built)
     for _ in range(300):
         w.step()
     assert body.volume == pytest.approx(built, rel=0.02)
