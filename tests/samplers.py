@@ -288,22 +288,16 @@ def surfaces(rng: np.random.Generator, p: dict[str, Any], n: int, nb: int
 
 
 def sample_pressure(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    p = particles(rng, n, 3 if dim == 3 else 2)
     if dim == 3:
-        p = particles(rng, n, 3)
         rows, starts, counts = surfaces(rng, p, n, max(1, n // 8))
-        nb = len(counts)
-        floor = rng.uniform(0.0, 0.05, nb)
-        if nb > 1:
-            floor[0] = 10.0  # a crushed body: the floor on the volume decides
-        return {"force": p["force"], "pos": p["pos"], "outline": rows, "body_start": starts,
-                "body_count": counts, "amount": rng.uniform(0.0, 50.0, nb), "min_area": floor}
-    p = particles(rng, n, 2)
-    rows, starts, counts = bodies(rng, n, max(1, n // 8))
-    ring_positions(rng, p, rows, starts, counts)
+    else:
+        rows, starts, counts = bodies(rng, n, max(1, n // 8))
+        ring_positions(rng, p, rows, starts, counts)
     nb = len(counts)
     min_area = rng.uniform(0.0, 0.05, nb)
     if nb > 1:
-        min_area[0] = 10.0  # a crushed body: the floor on the area decides
+        min_area[0] = 10.0  # a crushed body: the floor on the area (3D: volume) decides
     return {"force": p["force"], "pos": p["pos"], "outline": rows, "body_start": starts,
             "body_count": counts, "amount": rng.uniform(0.0, 50.0, nb), "min_area": min_area}
 

@@ -53,6 +53,10 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     arena = namespace["arena"]
     assert isinstance(arena, pysoft.World) and arena.store.bodies.n == 0 and arena.store.springs.n == 0
     assert len(arena.particles) == 1000  # the crate and the spark are gone
+    space = namespace["space"]  # the 3D bodies: the XPBD cube kept its volume on the floor
+    assert isinstance(space, pysoft.World) and space.dim == 3
+    assert space.body(namespace["cube"]).volume == pytest.approx(0.125, rel=0.02)
+    assert namespace["vertices"].shape == (len(pysoft.meshes.torus(0.3, 0.12)[0]), 3)
     pit = namespace["pit"]
     assert isinstance(pit, pysoft.World) and len(pit.body_contacts.particles) > 0
     top = max(pit.positions[pit.row(e), 1] for e in pit.body(namespace["stack"][-1]).particles)

@@ -127,28 +127,12 @@ def area_springs(
     """Add the force -(k (A - A0) + c dA/dt) dA/dx of each triangle's signed area A to its
     corners a, then b, then c (3D: each tetrahedron's signed volume, its four corners)."""
     t = triangles[:m]
-    if dim == 3:
-        volume, g = _simplex(pos, t, 3)
-        v3 = vel[t.reshape(-1)].reshape(-1, 4, 3)
-        rate3 = np.zeros(len(t))
-        for corner in range(4):
-            for axis in range(3):
-                rate3 = rate3 + g[:, corner, axis] * v3[:, corner, axis]
-        s3 = -(stiffness[:m] * (volume - rest_area[:m]) + damping[:m] * rate3)
-        s3 = np.where(volume < 0.0, s3 - INVERSION_GAIN * stiffness[:m] * volume, s3)
-        scatter_add(force, t.reshape(-1), (s3[:, None, None] * g).reshape(-1, 3))
-        return
-    a, b, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
-    area = 0.5 * ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
-    g = np.stack([
-        np.stack([0.5 * (b[:, 1] - c[:, 1]), 0.5 * (c[:, 0] - b[:, 0])], axis=1),
-        np.stack([0.5 * (c[:, 1] - a[:, 1]), 0.5 * (a[:, 0] - c[:, 0])], axis=1),
-        np.stack([0.5 * (a[:, 1] - b[:, 1]), 0.5 * (b[:, 0] - a[:, 0])], axis=1)], axis=1)  # (m, 3, 2)
-    v = vel[t.reshape(-1)].reshape(-1, 3, dim)
+    area, g = _simplex(pos, t, dim)  # (m,) signed areas (volumes), (m, dim + 1, dim) gradients
+    v = vel[t.reshape(-1)].reshape(-1, dim + 1, dim)
     rate = np.zeros(len(t))
-    for corner in range(3):
-        for axis in range(2):
+    for corner in range(dim + 1):
+        for axis in range(dim):
             rate = rate + g[:, corner, axis] * v[:, corner, axis]
     s = -(stiffness[:m] * (area - rest_area[:m]) + damping[:m] * rate)
     s = np.where(area < 0.0, s - INVERSION_GAIN * stiffness[:m] * area, s)
-    scatter_add(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, 2))
+    scatter_add(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, dim))
