@@ -423,7 +423,7 @@ def sample_untangle(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any
     """Bodies (rows may be shared, some empty) with owners partly out of range (-2, -1, b);
     triangles of one body's members, owned by it (about half inverted against their rest
     area, some of rest area 0), and of random rows; supports as in sample_settle_mass, so
-    some tangled bodies are held from opposite sides and left alone. In 3D it does nothing."""
+    some tangled bodies are held from opposite sides and left alone; in 3D tetrahedra."""
     settle = sample_settle_mass(rng, n, dim)
     p = particles(rng, n, dim)
     rows, starts, counts = settle["members"], settle["body_start"], settle["body_count"]

@@ -148,8 +148,9 @@ def test_shape_matching_keeps_momentum_and_angular_momentum(backend: str) -> Non
 @pytest.mark.parametrize("abuse", ["mirrored", "flattened"])
 def test_a_mirrored_or_flattened_cube_comes_back(model: str, abuse: str) -> None:
     """Every 3D model turns a mirrored cube back and blows a flattened one up to its volume.
-    (XPBD and material cubes come back spinning, at 0.7-2 m/s: the constraints' capped
-    corrections keep no angular momentum; the untangle pass is 2D for now.)"""
+    (XPBD and material cubes come back spinning, at 0.6-1.6 m/s: the constraints' capped
+    corrections keep no angular momentum, and the untangle pass, which puts a mirrored XPBD
+    cube back at its rest shape, keeps the spin they made.)"""
     w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0))
     body = w.body(build.box(w, center=(0.0, 0.0, 0.0), size=0.5, cells=2, model=model))
     built = body.volume

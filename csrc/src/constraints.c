@@ -105,8 +105,8 @@
  * or w opposes it, and w is one end of that arc: an opposed pair is found exactly when
  * there is one.
  *
- * The untangle pass (2D, at the start of the collide stage, ps_untangle): a body with an area
- * constraint of its own inside out (all three corners owned by it, `owner`; its signed area
+ * The untangle pass (at the start of the collide stage, ps_untangle): a body with an area
+ * (3D: volume) constraint of its own inside out (all three corners owned by it, `owner`; its signed area
  * of the other sign than its rest area) and not held from opposite sides (the test above, on
  * the last substep's supports) gets its rest shape: for its members x_i with rest offsets
  * q_i (mean 0),
@@ -117,7 +117,9 @@
  *     x_i = c + R q_i,   v_i = u + w z x (R q_i)     (movable members only)
  * Its conflicting constraints would otherwise move its members one way in a substep's
  * solve and the other in the next, with velocity following. `tangled` reports the bodies
- * put back (1) and is 0 for the others. Sums over members in member order. The means are
+ * put back (1) and is 0 for the others. In 3D the same with the 3D fit (ps_rigid_fit3:
+ * Horn's rotation, the spin from the members' inertia tensor): x_i = c + R q_i,
+ * v_i = u + w x (R q_i). Sums over members in member order. The means are
  * not weighted by mass: the members' momentum is kept when their masses are equal (every
  * builder's bodies), and changes by the difference of the two means otherwise.
  *
@@ -505,22 +507,51 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
                  int dim)
 {
     (void)n;
-    if (dim != 2) return;
+    if (dim != 2 && dim != 3) return;
     for (int j = 0; j < b; j++) tangled[j] = 0;
     for (int j = 0; j < m; j++) {
-        const int32_t *t = simplices + 3L * j;
+        const int32_t *t = simplices + (long)(dim + 1) * j;
         int32_t o = owner[t[0]];
-        if (o < 0 || o >= b || owner[t[1]] != o || owner[t[2]] != o) continue;
-        const double *a = pos + 2L * t[0], *p = pos + 2L * t[1], *c = pos + 2L * t[2];
-        double twice = (p[0] - a[0]) * (c[1] - a[1]) - (p[1] - a[1]) * (c[0] - a[0]);
+        if (o < 0 || o >= b || owner[t[1]] != o || owner[t[2]] != o || (dim == 3 && owner[t[3]] != o))
+            continue;
+        double twice;  /* twice the area (2D), six times the volume (3D) */
+        if (dim == 2) {
+            const double *a = pos + 2L * t[0], *p = pos + 2L * t[1], *c = pos + 2L * t[2];
+            twice = (p[0] - a[0]) * (c[1] - a[1]) - (p[1] - a[1]) * (c[0] - a[0]);
+        } else {
+            const double *a = pos + 3L * t[0], *p = pos + 3L * t[1], *c = pos + 3L * t[2],
+                         *d = pos + 3L * t[3];
+            double e1[3], e2[3], e3[3];
+            for (int k = 0; k < 3; k++) e1[k] = p[k] - a[k], e2[k] = c[k] - a[k], e3[k] = d[k] - a[k];
+            twice = (e1[0] * (e2[1] * e3[2] - e2[2] * e3[1]) + e1[1] * (e2[2] * e3[0] - e2[0] * e3[2]))
+                    + e1[2] * (e2[0] * e3[1] - e2[1] * e3[0]);
+        }
         if (rest_volume[j] > 0.0 ? twice < 0.0 : rest_volume[j] < 0.0 && twice > 0.0) tangled[o] = 1;
     }
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
-        const double *q = rest + 2L * body_start[j];
+        const double *q = rest + (long)dim * body_start[j];
         int count = body_count[j];
-        if (!tangled[j] || count == 0 || opposed(support, rows, count, 2)) {
+        if (!tangled[j] || count == 0 || opposed(support, rows, count, dim)) {
             tangled[j] = 0;
+            continue;
+        }
+        if (dim == 3) {  /* x_i = c + R q_i, v_i = u + w x (R q_i) */
+            ps_fit3 f = ps_rigid_fit3(pos, vel, rows, q, count);
+            for (int e = 0; e < count; e++) {
+                long i = rows[e];
+                if (inv_mass[i] == 0.0) continue;
+                const double *qe = q + 3L * e;
+                double g[3];
+                for (int a = 0; a < 3; a++)
+                    g[a] = (f.R[3 * a] * qe[0] + f.R[3 * a + 1] * qe[1]) + f.R[3 * a + 2] * qe[2];
+                double spin[3] = {f.w[1] * g[2] - f.w[2] * g[1], f.w[2] * g[0] - f.w[0] * g[2],
+                                  f.w[0] * g[1] - f.w[1] * g[0]};
+                for (int a = 0; a < 3; a++) {
+                    pos[3 * i + a] = f.c[a] + g[a];
+                    vel[3 * i + a] = f.u[a] + spin[a];
+                }
+            }
             continue;
         }
         ps_fit f = ps_rigid_fit(pos, vel, rows, q, count);

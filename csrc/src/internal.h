@@ -161,6 +161,122 @@ PS_INLINE double ps_simplex(double g[4][3], const double *pos, const int32_t *s,
     return (e1[0] * cx + e1[1] * cy + e1[2] * cz) / 6.0;
 }
 
+/* One Jacobi rotation of the symmetric 4 x 4 A zeroing A[p][q], accumulated into V's
+ * columns (Numerical Recipes' jacobi: theta = (a_qq - a_pp) / 2 a_pq, t = sgn(theta) /
+ * (|theta| + sqrt(theta^2 + 1)), c = 1 / sqrt(t^2 + 1), s = t c). A theta whose square
+ * overflows gives t = 0: the rotation is the identity (a_pq is then negligible). */
+PS_INLINE void ps_jacobi_rotate(double A[4][4], double V[4][4], int p, int q)
+{
+    double apq = A[p][q];
+    if (apq == 0.0) return;
+    double theta = (A[q][q] - A[p][p]) / (2.0 * apq);
+    double t = 1.0 / (fabs(theta) + sqrt(theta * theta + 1.0));
+    if (theta < 0.0) t = -t;
+    double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+    for (int k = 0; k < 4; k++) {
+        if (k == p || k == q) continue;
+        double akp = A[k][p], akq = A[k][q];
+        A[k][p] = A[p][k] = c * akp - s * akq;
+        A[k][q] = A[q][k] = s * akp + c * akq;
+    }
+    double app = A[p][p], aqq = A[q][q];
+    A[p][p] = app - t * apq;
+    A[q][q] = aqq + t * apq;
+    A[p][q] = A[q][p] = 0.0;
+    for (int k = 0; k < 4; k++) {
+        double vkp = V[k][p], vkq = V[k][q];
+        V[k][p] = c * vkp - s * vkq;
+        V[k][q] = s * vkp + c * vkq;
+    }
+}
+
+/* The rotation R (row-major) best taking rest offsets q to offsets r, from S[a][b] = sum
+ * q_a r_b: Horn's quaternion method (bodies.c's header says why). */
+PS_INLINE void ps_best_rotation(double R[9], const double S[3][3])
+{
+    double xx = S[0][0], xy = S[0][1], xz = S[0][2], yx = S[1][0], yy = S[1][1], yz = S[1][2];
+    double zx = S[2][0], zy = S[2][1], zz = S[2][2];
+    double A[4][4] = {{xx + yy + zz, yz - zy, zx - xz, xy - yx},
+                      {yz - zy, xx - yy - zz, xy + yx, zx + xz},
+                      {zx - xz, xy + yx, -xx + yy - zz, yz + zy},
+                      {xy - yx, zx + xz, yz + zy, -xx - yy + zz}};
+    double V[4][4] = {{1.0, 0.0, 0.0, 0.0}, {0.0, 1.0, 0.0, 0.0}, {0.0, 0.0, 1.0, 0.0},
+                      {0.0, 0.0, 0.0, 1.0}};
+    for (int sweep = 0; sweep < PS_JACOBI_SWEEPS; sweep++)
+        for (int p = 0; p < 3; p++)
+            for (int q = p + 1; q < 4; q++) ps_jacobi_rotate(A, V, p, q);
+    int k = 0;
+    for (int j = 1; j < 4; j++)
+        if (A[j][j] > A[k][k]) k = j;
+    double w = V[0][k], x = V[1][k], y = V[2][k], z = V[3][k];
+    double n = ((w * w + x * x) + y * y) + z * z;  /* 1 up to rounding */
+    double ww = w * w / n, xx2 = x * x / n, yy2 = y * y / n, zz2 = z * z / n;
+    double wx = 2.0 * (w * x) / n, wy = 2.0 * (w * y) / n, wz = 2.0 * (w * z) / n;
+    double xy2 = 2.0 * (x * y) / n, xz2 = 2.0 * (x * z) / n, yz2 = 2.0 * (y * z) / n;
+    R[0] = ((ww + xx2) - yy2) - zz2, R[1] = xy2 - wz, R[2] = xz2 + wy;
+    R[3] = xy2 + wz, R[4] = ((ww - xx2) + yy2) - zz2, R[5] = yz2 - wx;
+    R[6] = xz2 - wy, R[7] = yz2 + wx, R[8] = ((ww - xx2) - yy2) + zz2;
+}
+
+
+/* A 3D body's best-fit rigid motion (bodies.c's header): the members' mean position c and
+ * velocity u, the rotation R best taking rest offsets q to r_i = x_i - c (Horn), the spin w
+ * solving I w = sum r_i x (v_i - u) with I = sum |r_i|^2 1 - r_i r_i^T (by its adjugate;
+ * members on a line: w = 2 L / tr I), and det S (S = sum q_i r_i^T; < 0: mirrored). Sums in
+ * member order. */
+typedef struct {
+    double c[3], u[3], R[9], w[3], det;
+} ps_fit3;
+
+PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int32_t *idx,
+                                const double *q, int m)
+{
+    ps_fit3 f;
+    double *c = f.c, *u = f.u, *w = f.w;
+    for (int a = 0; a < 3; a++) c[a] = 0.0, u[a] = 0.0, w[a] = 0.0;
+    for (int j = 0; j < m; j++)
+        for (int a = 0; a < 3; a++) {
+            c[a] = c[a] + pos[3L * idx[j] + a];
+            u[a] = u[a] + vel[3L * idx[j] + a];
+        }
+    for (int a = 0; a < 3; a++) {
+        c[a] = c[a] / m;
+        u[a] = u[a] / m;
+    }
+    double S[3][3] = {{0.0}}, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
+    for (int j = 0; j < m; j++) {
+        const double *x = pos + 3L * idx[j], *v = vel + 3L * idx[j], *qj = q + 3L * j;
+        double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
+        double g[3] = {v[0] - u[0], v[1] - u[1], v[2] - u[2]};
+        for (int a = 0; a < 3; a++)
+            for (int e = 0; e < 3; e++) S[a][e] = S[a][e] + qj[a] * r[e];
+        L[0] = L[0] + (r[1] * g[2] - r[2] * g[1]);
+        L[1] = L[1] + (r[2] * g[0] - r[0] * g[2]);
+        L[2] = L[2] + (r[0] * g[1] - r[1] * g[0]);
+        double rr = (r[0] * r[0] + r[1] * r[1]) + r[2] * r[2];
+        for (int a = 0; a < 3; a++)
+            for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + ((a == e ? rr : 0.0) - r[a] * r[e]);
+    }
+    ps_best_rotation(f.R, S);
+    f.det = S[0][0] * (S[1][1] * S[2][2] - S[1][2] * S[2][1])
+            - S[0][1] * (S[1][0] * S[2][2] - S[1][2] * S[2][0])
+            + S[0][2] * (S[1][0] * S[2][1] - S[1][1] * S[2][0]);
+    double a00 = I[1][1] * I[2][2] - I[1][2] * I[2][1], a01 = I[0][2] * I[2][1] - I[0][1] * I[2][2];
+    double a02 = I[0][1] * I[1][2] - I[0][2] * I[1][1], a11 = I[0][0] * I[2][2] - I[0][2] * I[2][0];
+    double a12 = I[0][2] * I[1][0] - I[0][0] * I[1][2], a22 = I[0][0] * I[1][1] - I[0][1] * I[1][0];
+    double detI = (I[0][0] * a00 + I[0][1] * (I[1][2] * I[2][0] - I[1][0] * I[2][2]))
+                  + I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
+    double tr = (I[0][0] + I[1][1]) + I[2][2], third = tr / 3.0;
+    if (detI > 1e-12 * (third * third * third)) {
+        w[0] = ((a00 * L[0] + a01 * L[1]) + a02 * L[2]) / detI;
+        w[1] = ((a01 * L[0] + a11 * L[1]) + a12 * L[2]) / detI;
+        w[2] = ((a02 * L[0] + a12 * L[1]) + a22 * L[2]) / detI;
+    } else if (tr > 0.0) {
+        for (int a = 0; a < 3; a++) w[a] = 2.0 * L[a] / tr;
+    }
+    return f;
+}
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 

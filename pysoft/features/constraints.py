@@ -245,7 +245,8 @@ class _SettleTerm:
 
 class _UntangleTerm:
     """At the collide stage's start: a body whose own area constraints (all three corners its
-    members) have one turned inside out, and that no collider holds from opposite sides, has
+    members; in 3D volume constraints, four) have one turned inside out, and that no collider
+    holds from opposite sides, has
     its movable members put at its rest shape, best-fit rotated about their mean, moving as a
     rigid body with their mean velocity and best-fit spin (constraints.c).
 
@@ -285,7 +286,7 @@ class _UntangleTerm:
 
     def run(self, h: float) -> None:
         m, dim = self.volumes.table.n, self.ctx.dim
-        if not m or dim != 2:
+        if not m:
             return
         call = self.bound()
         if self.bodies.n:

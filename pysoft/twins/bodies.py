@@ -255,11 +255,25 @@ def best_rotation(S: F64) -> F64:
     return R.reshape(-1, 3, 3)
 
 
+class Fit3(NamedTuple):
+    """Each body's 3D best-fit rigid motion (internal.h's ps_rigid_fit3), and per member entry
+    its body, row, rest offset and offset from the body's mean."""
+
+    c: F64  # (nb, 3) mean positions
+    u: F64  # (nb, 3) mean velocities
+    R: F64  # (nb, 3, 3) best-fit rotations
+    w: F64  # (nb, 3) spins
+    det: F64  # (nb,) det S: < 0 for a mirrored body
+    body: NDArray[np.intp]
+    idx: I32
+    q: F64
+    r: F64
+
+
 @np.errstate(divide="ignore", invalid="ignore")  # bodies without members: 0/0, unused
-def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
-                    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int) -> None:
-    """shape_match in 3D (bodies.c's shape_match_3d): the best-fit rotation by Horn's method,
-    the damping's spin from the members' inertia tensor."""
+def rigid_fit3(pos: F64, vel: F64, members: I32, rest: F64, body_start: I32, body_count: I32,
+               nb: int) -> Fit3:
+    """ps_rigid_fit3 for every body (sums in member order, as np.add.at adds)."""
     body, j = ranges(body_start, body_count, nb)
     idx = members[j]
     x, v, q = pos[idx], vel[idx], rest[j]
@@ -280,6 +294,7 @@ def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, me
     det = (S[:, 0, 0] * (S[:, 1, 1] * S[:, 2, 2] - S[:, 1, 2] * S[:, 2, 1])
            - S[:, 0, 1] * (S[:, 1, 0] * S[:, 2, 2] - S[:, 1, 2] * S[:, 2, 0])
            + S[:, 0, 2] * (S[:, 1, 0] * S[:, 2, 1] - S[:, 1, 1] * S[:, 2, 0]))
+
     def i(a: int, e: int) -> F64:
         return inertia[:, a, e]
 
@@ -297,13 +312,30 @@ def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, me
     by_adj = by_adj / detI[:, None]
     line = np.where((tr > 0.0)[:, None], 2.0 * L / tr[:, None], 0.0)
     w = np.where(solved[:, None], by_adj, line)
-    k = np.where(det < 0.0, unmirrored(stiffness[:nb]), stiffness[:nb])
-    wb = w[body]
-    spin = np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
-                     wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
-    Rb = R[body]
-    target = c[body] + ((Rb[:, :, 0] * q[:, 0:1] + Rb[:, :, 1] * q[:, 1:2]) + Rb[:, :, 2] * q[:, 2:3])
+    return Fit3(c, u, R, w, det, body, idx, q, r)
+
+
+def rotated(R: F64, q: F64) -> F64:
+    """R q per row ((m, 3, 3) and (m, 3)), in bodies.c's order."""
+    return (R[:, :, 0] * q[:, 0:1] + R[:, :, 1] * q[:, 1:2]) + R[:, :, 2] * q[:, 2:3]
+
+
+def cross(w: F64, r: F64) -> F64:
+    """w x r per row."""
+    return np.stack([w[:, 1] * r[:, 2] - w[:, 2] * r[:, 1], w[:, 2] * r[:, 0] - w[:, 0] * r[:, 2],
+                     w[:, 0] * r[:, 1] - w[:, 1] * r[:, 0]], axis=1)
+
+
+def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, members: I32, rest: F64,
+                    body_start: I32, body_count: I32, stiffness: F64, damping: F64, nb: int) -> None:
+    """shape_match in 3D (bodies.c's shape_match_3d): the best-fit rotation by Horn's method,
+    the damping's spin from the members' inertia tensor."""
+    f = rigid_fit3(pos, vel, members, rest, body_start, body_count, nb)
+    body, idx, q, r = f.body, f.idx, f.q, f.r
+    x, v = pos[idx], vel[idx]
+    k = np.where(f.det < 0.0, unmirrored(stiffness[:nb]), stiffness[:nb])
+    target = f.c[body] + rotated(f.R[body], q)
     mk, md = (mass[idx] * k[body])[:, None], (mass[idx] * damping[body])[:, None]
-    out = mk * (target - x) + md * ((u[body] + spin) - v)
+    out = mk * (target - x) + md * ((f.u[body] + cross(f.w[body], r)) - v)
     live = inv_mass[idx] != 0.0
     scatter_add(force, idx[live], out[live])

@@ -6,7 +6,7 @@ import numpy as np
 
 from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, I32, MIN_LENGTH, dot, ranges
-from pysoft.twins.bodies import rigid_fit
+from pysoft.twins.bodies import cross, rigid_fit, rigid_fit3, rotated
 
 
 def _follow(u: F64, du: F64) -> F64:
@@ -164,21 +164,36 @@ def untangle(
     unless held from opposite sides: its movable members put at its rest shape, best-fit
     rotated about their mean, moving with the members' mean velocity and best-fit spin
     (constraints.c)."""
-    if dim != 2:
+    if dim not in (2, 3):
         return
     tangled[:b] = 0
     t = simplices[:m]
     o = owner[t[:, 0]]
     own = (o >= 0) & (o < b) & (owner[t[:, 1]] == o) & (owner[t[:, 2]] == o)
-    a, p, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
-    twice = (p[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (p[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    if dim == 3:
+        own &= owner[t[:, 3]] == o
+        a, p, c, d = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]], pos[t[:, 3]]
+        e1, e2, e3 = p - a, c - a, d - a
+        twice = ((e1[:, 0] * (e2[:, 1] * e3[:, 2] - e2[:, 2] * e3[:, 1])
+                  + e1[:, 1] * (e2[:, 2] * e3[:, 0] - e2[:, 0] * e3[:, 2]))
+                 + e1[:, 2] * (e2[:, 0] * e3[:, 1] - e2[:, 1] * e3[:, 0]))
+    else:
+        a, p, c = pos[t[:, 0]], pos[t[:, 1]], pos[t[:, 2]]
+        twice = (p[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (p[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
     r = rest_volume[:m]
     tangled[np.unique(o[own & np.where(r > 0.0, twice < 0.0, (r < 0.0) & (twice > 0.0))])] = 1
     if not tangled[:b].any():
         return
-    tangled[_opposed(support, members, body_start, body_count, n, b, 2)] = 0
+    tangled[_opposed(support, members, body_start, body_count, n, b, dim)] = 0
     tangled[:b] = tangled[:b] * (body_count[:b] > 0)
     for j in np.flatnonzero(tangled[:b]).tolist():  # in order: bodies may share members
+        if dim == 3:
+            f3 = rigid_fit3(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
+            g = rotated(np.broadcast_to(f3.R[0], (len(f3.q), 3, 3)), f3.q)
+            free = inv_mass[f3.idx] != 0.0
+            pos[f3.idx[free]] = (f3.c[0] + g)[free]
+            vel[f3.idx[free]] = (f3.u[0] + cross(np.broadcast_to(f3.w[0], g.shape), g))[free]
+            continue
         f = rigid_fit(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
         idx, q = f.idx, f.q
         gx, gy = f.co[0] * q[:, 0] - f.si[0] * q[:, 1], f.si[0] * q[:, 0] + f.co[0] * q[:, 1]
