@@ -23,6 +23,7 @@ kept:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
 import statistics
@@ -243,6 +244,27 @@ def bench_peers(particles: int = 10_000, rounds: int = 3, steps: int = 20) -> li
                     "pysoft_steps_per_s": 1.0 / t["pysoft"], "pysoft_over_peer": t[name] / t["pysoft"],
                     "height": h, "landed": peers.landed(h)})
     return out
+
+
+def bench_peers_3d(cubes: int = 80, rounds: int = 2, frames: int = 2, check_cubes: int = 4) -> dict[str, Any]:
+    """MuJoCo's flex on the 3D tet-cubes scene (``peers.mujoco_flex_cubes``) against
+    ``World.step`` of ``scenes.tet_cubes(cubes)``, frames interleaved; the scene check on
+    ``check_cubes`` cubes run 2 s (the lowest vertex within 1 cm of the floor, the fastest under
+    0.05 m/s). Empty when MuJoCo is not installed."""
+    if not importlib.util.find_spec("mujoco"):
+        return {}
+    world = scenes.tet_cubes(cubes)
+    step, _ = peers.mujoco_flex_cubes(world)
+    t = _rounds({"pysoft": world.step, "mujoco flex": step}, frames, rounds)
+    small = scenes.tet_cubes(check_cubes)
+    check_step, check = peers.mujoco_flex_cubes(small)
+    for _ in range(round(LANDED / small.dt)):
+        check_step()
+    lowest, fastest = check()
+    return {"cubes": cubes, "particles": world.store.particles.n, "pysoft_frames_per_s": 1.0 / t["pysoft"],
+            "mujoco_frames_per_s": 1.0 / t["mujoco flex"],
+            "pysoft_over_mujoco": t["mujoco flex"] / t["pysoft"],
+            "landed": abs(lowest) < 0.01 and fastest < 0.05, "lowest": lowest, "fastest": fastest}
 
 
 def bench_floor(particles: int = 10_000, rounds: int = 3) -> dict[str, Any]:
@@ -724,6 +746,15 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
         echo("\npeers on the canonical scene (10k particles), in the same rounds as World.step:")
         for line in peers.describe(results["peers"]) or ["(none installed: pip install pysoft[peers])"]:
             echo(line)
+        flex = bench_peers_3d()
+        if flex:
+            results["peers_3d"] = flex
+            echo(f"\nMuJoCo's flex on the 3D tet cubes ({flex['particles']} particles, 60 Hz, 8 substeps): "
+                 f"{flex['mujoco_frames_per_s']:.2f} frames/s against pysoft's "
+                 f"{flex['pysoft_frames_per_s']:.1f}: "
+                 f"pysoft {flex['pysoft_over_mujoco']:.1f}x faster"
+                 + ("" if flex["landed"] else f" (its cubes did not land: lowest {flex['lowest']:.3f} m, "
+                    f"fastest {flex['fastest']:.3f} m/s: the figure does not count)"))
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(results, fh, indent=2)

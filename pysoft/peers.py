@@ -88,6 +88,37 @@ def mujoco_peer(world: World) -> tuple[Step, Height]:
     return (lambda: mujoco.mj_step(model, data)), (lambda: y0 + float(np.mean(data.qpos[z])))
 
 
+def mujoco_flex_cubes(world: World) -> tuple[Step, Callable[[], tuple[float, float]]]:
+    """MuJoCo's flex on the 3D scene of ``scenes.tet_cubes`` (a world of it): a 3D grid
+    ``flexcomp`` of 5 x 5 x 5 vertices (MuJoCo makes its tetrahedra) of the same 0.5 m and
+    1 kg per cube, its edges held by equality constraints (MuJoCo's soft constraints, its own
+    solver: a user's XPBD-like inextensible edges), no self-collision, the cubes in the same
+    grid on a plane; a step is one frame of the world (``substeps`` MuJoCo steps of
+    dt / substeps). Returns the step and (lowest vertex, highest vertex speed) for the scene
+    check."""
+    import mujoco
+
+    P = world.store.particles
+    pos, count = P.view("pos"), world.store.bodies.n
+    corners = pos.reshape(count, -1, 3).min(axis=1)  # each cube's lowest corner (x, y, z)
+    h = world.dt / world.substeps
+    comps = "".join(
+        f'<flexcomp name="c{i}" type="grid" count="5 5 5" spacing=".125 .125 .125" dim="3" '
+        f'pos="{x + 0.25!r} {z + 0.25!r} {y + 0.25!r}" radius=".001" mass="1">'
+        '<edge equality="true"/><contact selfcollide="none"/></flexcomp>'
+        for i, (x, y, z) in enumerate(corners.tolist()))
+    model = mujoco.MjModel.from_xml_string(
+        f'<mujoco><option timestep="{h!r}" gravity="0 0 -9.81"/><worldbody>'
+        f'<geom type="plane" size="1000 1000 1"/>{comps}</worldbody></mujoco>')
+    data = mujoco.MjData(model)
+    n = world.substeps
+
+    def check() -> tuple[float, float]:
+        return float(data.flexvert_xpos[:, 2].min()), float(np.abs(data.qvel).max())
+
+    return (lambda: mujoco.mj_step(model, data, n)), check
+
+
 PEERS: dict[str, Callable[[World], tuple[Step, Height]]] = {"pymunk": pymunk_peer, "mujoco": mujoco_peer}
 MODULES = {"pymunk": "pymunk", "mujoco": "mujoco"}
 

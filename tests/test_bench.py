@@ -93,6 +93,16 @@ def test_a_peer_lands_the_boxes_and_is_timed(peer: str, monkeypatch: pytest.Monk
     assert r["pysoft_over_peer"] == pytest.approx(r["pysoft_steps_per_s"] / r["steps_per_s"])
 
 
+def test_mujoco_flex_lands_the_3d_cubes_and_is_timed() -> None:
+    """`bench --peers` in 3D: MuJoCo's flex steps the tet cubes in the same rounds as
+    World.step (a frame: 8 of its steps), and its cube lands in 2 s (lowest vertex on the
+    floor, at rest): its figure counts."""
+    pytest.importorskip("mujoco")
+    r = bench.bench_peers_3d(cubes=2, rounds=1, frames=1, check_cubes=1)
+    assert r["particles"] == 250 and r["landed"]
+    assert r["pysoft_over_mujoco"] == pytest.approx(r["pysoft_frames_per_s"] / r["mujoco_frames_per_s"])
+
+
 def test_the_floor_figure_times_the_collide_pass_of_the_resting_scene() -> None:
     """bench_floor: 2 s in, the bottom row of every box rests on the floor (a tenth of the
     particles: 10 of each 100-particle box), and the figure is per particle."""
