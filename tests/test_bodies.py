@@ -23,7 +23,7 @@ from test_recovery import SETTLE, run
 
 import pysoft
 from pysoft import _kernels, build
-from pysoft._constants import UNMIRROR_STIFFNESS
+from pysoft._constants import UNMIRROR_GAIN, UNMIRROR_STIFFNESS
 
 BACKENDS = ("c", "python")
 G = 9.81  # |gravity| (m/s^2)
@@ -255,7 +255,8 @@ def test_a_mirrored_body_is_pulled_at_the_unmirror_stiffness(backend: str) -> No
     D = sum q . r, S = sum q x r) at UNMIRROR_STIFFNESS at least, even with stiffness 0 (a
     builder's wobble damping). Here an irregular pentagon q (centred) mirrored and turned:
     x_i = c + Rot(0.3) (-q_x, q_y). Turned by 90 degrees instead (not mirrored) it feels
-    nothing at stiffness 0, and a stiffer body keeps its own stiffness when mirrored."""
+    nothing at stiffness 0, and a stiffer body is pulled at UNMIRROR_GAIN times its own
+    stiffness when mirrored."""
     q = np.array([[0.5, 0.0], [0.2, 0.45], [-0.4, 0.3], [-0.35, -0.3], [0.1, -0.4]])
     q -= q.mean(axis=0)
     c = np.array([1.0, 2.0])
@@ -270,7 +271,9 @@ def test_a_mirrored_body_is_pulled_at_the_unmirror_stiffness(backend: str) -> No
     expected = K * (mirrored.mean(axis=0) + q @ best.T - mirrored)
     assert np.abs(expected).max() > 0.1 * K  # it is pulled, and the check below can fail
     assert np.allclose(_match_forces(backend, mirrored, q, 0.0), expected, rtol=0.0, atol=1e-9 * K)
-    assert np.allclose(_match_forces(backend, mirrored, q, 3.0 * K), 3.0 * expected, rtol=0.0, atol=1e-9 * K)
+    gained = UNMIRROR_GAIN * 3.0
+    assert np.allclose(_match_forces(backend, mirrored, q, 3.0 * K), gained * expected, rtol=0.0,
+                       atol=1e-9 * gained * K)
     assert not _match_forces(backend, c + q @ turn(np.pi / 2).T, q, 0.0).any()
 
 
