@@ -392,7 +392,7 @@ def mesh(world: World, mesh: Any, model: str | Sequence[str] = "xpbd", center: S
          poisson: float = POISSON, particle_radius: float = 0.0,
          *, category: int = 1, mask: int = 0xFFFFFFFF, self_collision: bool = False,
          max_strain: float | None = None, friction: float = 0.5, restitution: float = 0.0,
-         _gas_bag: bool = False) -> int:
+         framed: bool = True) -> int:
     """A body of any closed mesh (3D): ``mesh`` is a path (OBJ, STL, PLY, OFF: whatever
     trimesh reads), a ``(vertices, faces)`` pair or a ``trimesh.Trimesh``; it is welded and
     checked (pysoft.meshes.load: ValueError naming ``mesh`` for an open, non-manifold or
@@ -408,8 +408,9 @@ def mesh(world: World, mesh: Any, model: str | Sequence[str] = "xpbd", center: S
     _world3(world, "mesh")
     body = _body(category, mask, self_collision, friction, restitution, 0.0)
     models = _models3(model)
-    if _gas_bag is not None and "pressure" in models and not {"springs", "xpbd", "material"} & models:
-        models = models if _gas_bag else models | {"springs"}  # gas pushes a mesh round: framed
+    bag = "pressure" in models and not {"springs", "xpbd", "material"} & models
+    if validate.flag("framed", framed) and bag:
+        models = models | {"springs"}  # gas pushes a mesh round: the tetrahedra's springs frame it
     tear = _tear(max_strain, models)
     _optional(stiffness=stiffness, damping=damping, amount=amount)
     _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,
@@ -470,4 +471,4 @@ def ball(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), radius: float 
                 wobble_damping=wobble_damping, compliance=compliance, volume_compliance=volume_compliance,
                 particle_radius=particle_radius, category=category, mask=mask,
                 self_collision=self_collision, max_strain=max_strain, friction=friction,
-                restitution=restitution, _gas_bag=True)
+                restitution=restitution, framed=False)
