@@ -49,6 +49,7 @@ from scipy.sparse.csgraph import connected_components  # type: ignore[import-unt
 from scipy.spatial import Delaunay, cKDTree  # type: ignore[import-untyped]
 
 from pysoft import _validate as validate
+from pysoft.shapes import TET_FACES, enclosed_volume, signed_volumes, tet_boundary
 
 WELD = 1e-9  # vertices closer than this x the bounding-box diagonal are one vertex
 FLAT = 1e-12  # a face (volume) below this x diagonal**2 (**3) is degenerate
@@ -202,9 +203,7 @@ def volume(vertices: Any, faces: Any) -> float:
     f = validate.array("faces", faces, (None, 3), integral=True)
     if len(f) == 0:
         return 0.0
-    v = v - v.mean(axis=0)
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    return float(np.einsum("ij,ij->", a, np.cross(b, c)) / 6.0)
+    return enclosed_volume((v - v.mean(axis=0))[f])
 
 
 # --------------------------------------------------------------------------- inside tests
@@ -304,7 +303,6 @@ def _point_triangle(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- tetrahedralisation
 
-TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])  # face j is opposite vertex j
 
 
 def tetrahedralize(vertices: Any, faces: Any, *, spacing: float | None = None,
@@ -337,7 +335,7 @@ def tetrahedralize(vertices: Any, faces: Any, *, spacing: float | None = None,
     tets = _orient_tets(points, delaunay.simplices.astype(np.int64), delaunay.neighbors)
     tets = _mend_pinches(points, tets, _winding(v, f, points[tets].mean(axis=1)) > 0.5)
     tets = _peel(points, tets, max(q_min, SLIVER), len(v))
-    flat = _signed_volumes(points, tets) <= 0
+    flat = signed_volumes(points, tets) <= 0
     if flat.any():
         raise ValueError(f"mesh: {int(flat.sum())} flat tetrahedra are left inside (coplanar, "
                          "cocircular surface vertices); try another spacing")
@@ -413,7 +411,7 @@ def _mend_pinches(points: np.ndarray, tets: np.ndarray, inside: np.ndarray) -> n
     edges = np.sort(tets[:, pairs], axis=2)
     n = int(tets.max()) + 1
     keys = edges[..., 0] * n + edges[..., 1]  # (K, 6)
-    size = np.abs(_signed_volumes(points, tets))
+    size = np.abs(signed_volumes(points, tets))
     moved = np.zeros(len(tets), dtype=bool)  # a tetrahedron changes side once at most
     for _ in range(len(tets) + 1):
         faces = boundary(tets[keep])
@@ -446,29 +444,19 @@ def _mend_pinches(points: np.ndarray, tets: np.ndarray, inside: np.ndarray) -> n
     raise AssertionError("unreachable: the convex hull has no pinched edge")
 
 
-def _signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
-    p = points[tets]
-    a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
-    return np.asarray(np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0)
-
-
 def tet_quality(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     """Each tetrahedron's ``6 sqrt(2) volume / rms_edge**3``: 1 for a regular one, 0 for a
     flat one, negative for an inverted one (Ten Minute Physics' tetQuality)."""
     p = points[tets]
     edges = p[:, [1, 2, 3, 2, 3, 3]] - p[:, [0, 0, 0, 1, 1, 2]]
     rms = np.sqrt(np.einsum("kei,kei->k", edges, edges) / 6.0)
-    return np.asarray(6.0 * math.sqrt(2.0) * _signed_volumes(points, tets) / rms**3)
+    return np.asarray(6.0 * math.sqrt(2.0) * signed_volumes(points, tets) / rms**3)
 
 
 def boundary(tets: Any) -> np.ndarray:
     """The faces of positively oriented tetrahedra (K, 4) that belong to one tetrahedron only,
     counter-clockwise seen from outside, in the order of their tetrahedra."""
-    t = validate.array("tets", tets, (None, 4), integral=True)
-    all_faces = t[:, TET_FACES].reshape(-1, 3)
-    _, inverse, count = np.unique(np.sort(all_faces, axis=1), axis=0, return_inverse=True,
-                                  return_counts=True)
-    return np.asarray(all_faces[count[inverse.ravel()] == 1])
+    return tet_boundary(validate.array("tets", tets, (None, 4), integral=True))
 
 
 def _peel(points: np.ndarray, tets: np.ndarray, q_min: float, surface: int) -> np.ndarray:

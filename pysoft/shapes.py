@@ -252,6 +252,44 @@ def signed_area(v: np.ndarray) -> float:
     return 0.5 * float((v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]).sum())
 
 
+# a positively oriented tetrahedron (a, b, c, d)'s faces, counter-clockwise seen from outside;
+# face j is opposite corner j
+TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+
+
+def signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """Each tetrahedron's signed volume (K,): (b - a) . ((c - a) x (d - a)) / 6, positive when
+    its corners ``tets`` (K, 4), rows of ``points``, are right-handed."""
+    p = points[tets]
+    a, b, c = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0], p[:, 3] - p[:, 0]
+    return np.asarray(np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0)
+
+
+def oriented(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """``tets`` (K, 4) with each negatively oriented one's last two corners swapped (a copy)."""
+    out = np.array(tets)
+    flip = signed_volumes(points, out) < 0.0
+    out[flip] = out[flip][:, [0, 1, 3, 2]]
+    return out
+
+
+def tet_boundary(tets: np.ndarray) -> np.ndarray:
+    """The faces of positively oriented tetrahedra (K, 4) that belong to one of them only:
+    their surface, (T, 3), counter-clockwise seen from outside, in the order of their
+    tetrahedra."""
+    faces = tets[:, TET_FACES].reshape(-1, 3)
+    _, inverse, count = np.unique(np.sort(faces, axis=1), axis=0, return_inverse=True,
+                                  return_counts=True)
+    return np.asarray(faces[count[inverse.ravel()] == 1])
+
+
+def enclosed_volume(corners: np.ndarray) -> float:
+    """The volume a closed surface of triangles (T, 3, 3 corner positions, counter-clockwise
+    seen from outside) encloses: 1/6 sum a . (b x c) (divergence theorem)."""
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+
+
 def convex_ccw(v: np.ndarray) -> np.ndarray:
     """``v`` as a counter-clockwise convex outline from its lowest vertex (least y, then least
     x): either winding and any first vertex give the same array. ValueError if it is not

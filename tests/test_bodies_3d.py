@@ -407,3 +407,12 @@ def test_the_render_mesh_follows_the_body(model: str) -> None:
     assert np.abs(moved - (vertices @ turn.T + [1.0, 2.0, 3.0])).max() < 1e-12
     with pytest.raises(ValueError, match="render mesh"):
         w.body(build.cube(w)).render_mesh()
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"size": (0.5, 0.5)}, "size"), ({"cells": (2, 2)}, "cells"),
+                                              ({"size": -1.0}, "size"), ({"cells": 0}, "cells")])
+def test_a_cube_of_a_bad_size_or_cell_count_is_refused_naming_it(kwargs: dict, name: str) -> None:
+    w = pysoft.World(dim=3)
+    with pytest.raises(ValueError, match=name):
+        build.cube(w, **kwargs)
+    assert len(w.positions) == 0

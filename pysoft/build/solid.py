@@ -36,6 +36,7 @@ from pysoft.build.planar import (
     _spring_defaults,
     _tear,
 )
+from pysoft.shapes import enclosed_volume, oriented, tet_boundary
 from pysoft.world import World
 
 # Each cube of a lattice as six tetrahedra around its diagonal from corner 0 to corner 7
@@ -44,33 +45,28 @@ from pysoft.world import World
 # meet face to face.
 _FREUDENTHAL = np.array([[0, 1, 3, 7], [0, 1, 5, 7], [0, 2, 3, 7], [0, 2, 6, 7], [0, 4, 5, 7],
                          [0, 4, 6, 7]])
-# a positively oriented tetrahedron (a, b, c, d)'s faces, counter-clockwise seen from outside
-_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+
+
+def _three(name: str, value: Any, integral: bool = False) -> np.ndarray:
+    """``value``: a number or three of them (ValueError naming ``name`` otherwise), as three."""
+    v = validate.array(name, value, (None,) if np.ndim(value) else (), integral=integral)
+    if v.ndim and len(v) != 3:
+        raise ValueError(f"{name} must be a number or three, got {len(v)} of them")
+    return np.broadcast_to(v, (3,))
 
 
 def _cells3(cells: Any) -> tuple[int, int, int]:
     """``cells``: a number or three, each >= 1; the particles along each axis."""
-    counts = np.broadcast_to(validate.array("cells", cells, (None,) if np.ndim(cells) else (),
-                                            integral=True), (3,))
-    nx, ny, nz = (validate.integer("cells", int(n), 1) + 1 for n in counts)
+    nx, ny, nz = (validate.integer("cells", int(n), 1) + 1 for n in _three("cells", cells, True))
     return nx, ny, nz
 
 
 def _size3(size: Any) -> np.ndarray:
     """``size``: a number or three, each > 0 (m)."""
-    v = np.broadcast_to(validate.array("size", size, (None,) if np.ndim(size) else ()), (3,)).astype(float)
-    if v.shape != (3,) or not (v > 0).all():
+    v = _three("size", size).astype(float)
+    if not (v > 0).all():
         raise ValueError(f"size must be > 0 along every axis, got {size!r}")
     return v
-
-
-def oriented(pos: np.ndarray, tets: np.ndarray) -> np.ndarray:
-    """``tets`` (K, 4), each reordered to positive volume at ``pos``."""
-    x = pos[tets]
-    six = np.einsum("ij,ij->i", x[:, 1] - x[:, 0], np.cross(x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]))
-    out = tets.copy()
-    out[six < 0.0] = out[six < 0.0][:, [0, 1, 3, 2]]
-    return out
 
 
 def lattice(nx: int, ny: int, nz: int) -> tuple[np.ndarray, np.ndarray]:
@@ -84,16 +80,6 @@ def lattice(nx: int, ny: int, nz: int) -> tuple[np.ndarray, np.ndarray]:
                        for k in (0, 1) for j in (0, 1) for i in (0, 1)], axis=1)  # x + 2 y + 4 z
     tets = corner[:, _FREUDENTHAL].reshape(-1, 4)
     return pos, oriented(pos, tets)
-
-
-def boundary(tets: np.ndarray) -> np.ndarray:
-    """The faces of positively oriented ``tets`` that no other of them shares: their closed
-    surface, (T, 3), counter-clockwise seen from outside."""
-    faces = tets[:, _FACES].reshape(-1, 3)
-    key = np.sort(faces, axis=1)
-    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
-    out: np.ndarray = faces[np.sort(first[counts == 1])]
-    return out
 
 
 def edges(cells: np.ndarray) -> np.ndarray:
@@ -116,7 +102,6 @@ def _default_amount(mass: float, volume: float, names: str) -> float:
     return amount
 
 
-MODELS3 = (*planar.MODELS, "material")
 # A surface-only shape-matched body's defaults (1/s^2, 1/s): nothing inside holds its shell,
 # so its sag on a floor is what it loses of its volume: at 2D's 2,000 and 20 a cube lost 3.4 %,
 # a ball 4.5 % and a torus 8.7 %; at 5,000 and 50, 1.4 %, 1.9 % and 3.9 %, all at rest in 5 s
@@ -151,7 +136,7 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
     and/or XPBD constraints, the tetrahedra's volumes kept under XPBD) when the models have
     springs or XPBD, else surface-only (the surface's points; a gas bag's skin of springs
     along its edges). Everything is checked before the first particle is added."""
-    skin = _skin(models, 1.0, stiffness, damping)  # a gas bag's skin follows from its gas
+    given = models  # (a gas bag's skin follows from its gas: see _skin)
     if not {"springs", "xpbd", "material"} & models:  # surface-only: keep the surface's points
         keep = np.unique(surface)
         index = np.full(len(pos), -1, np.int64)
@@ -168,21 +153,20 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
     k, d = _spring_defaults(m, stiffness, damping)
     particles = planar._particles(pos, m, particle_radius, names, pairs)
     sources = _sources(stiffness, damping, amount, names)
-    volume = float(np.einsum("ij,ij->", pos[surface[:, 0]], np.cross(pos[surface[:, 1]], pos[surface[:, 2]])))
-    volume /= 6.0
     if "pressure" in models and amount is None:
-        amount = _default_amount(float(mass), volume, sources.gas)
+        amount = _default_amount(float(mass), enclosed_volume(pos[surface]), sources.gas)
     springs: dict[str, Any] | None = None
     if "springs" in models and len(pairs):
         rest = None
         if "pressure" in models and amount:
-            bag = None if skin is None else (m, *skin[1:])
-            k, d, rest = _prestress(world, pos, pairs, surface, amount, k, d, bag, sources)
+            k, d, rest = _prestress(world, pos, pairs, surface, amount, k, d,
+                                    _skin(given, m, stiffness, damping), sources)
         springs = {"stiffness": k, "damping": d, "rest_lengths": rest, "max_strain": max_strain}
-    volumes = None  # a spring lattice's tetrahedra get volume springs (see _orient3)
+    volumes = None  # a spring lattice's tetrahedra get volume springs (see planar._orient)
     if springs is not None and len(tets) and "xpbd" not in models:
-        volumes = _orient3(pos, tets, springs["stiffness"], springs["damping"],
-                           planar.AREA_UNDER_MATCHING if "shape_matching" in models else 1.0, sources)
+        volumes = planar._orient(pos[tets], springs["stiffness"], springs["damping"],
+                                 planar.AREA_UNDER_MATCHING if "shape_matching" in models else 1.0,
+                                 sources)
     alpha = (validate.nonnegative("compliance", compliance),
              validate.nonnegative("volume_compliance", volume_compliance))
     chosen = _body_models(models, amount, match, wobble_damping)
@@ -199,33 +183,6 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
             world.add_material_constraints(entities[tets], *material)
         return world.add_body(entities[surface], *chosen, particles=entities.tolist(),
                               tetrahedra=entities[tets] if len(tets) else None, **body)
-
-
-def _orient3(pos: np.ndarray, tets: np.ndarray, k: Any, c: float, factor: float,
-             names: Any) -> tuple[np.ndarray, np.ndarray] | None:
-    """Volume springs for a spring lattice's tetrahedra (3D area springs, as _orient gives 2D
-    lattices area springs): an edge lattice neither keeps its volume as it sags nor knows
-    its inside from its outside (a tetrahedron flattened or turned inside out costs its edges
-    little). Each tetrahedron's volume mode is AREA_STIFFNESS x ``factor`` times as stiff
-    (and as damped) as a spring of the lattice's mean stiffness: stiffness gain k / |grad V|^2.
-    (A 0.3 m ball of 901 particles made of springs alone kept 49 % of its volume on a floor;
-    with them, 98 %.)"""
-    with np.errstate(over="ignore"):
-        stiffness = float(np.mean(k))
-    if not len(tets) or not stiffness > 0.0:
-        return None
-    x = pos[tets]
-    e1, e2, e3 = x[:, 1] - x[:, 0], x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]
-    g = [np.cross(e2, e3) / 6.0, np.cross(e3, e1) / 6.0, np.cross(e1, e2) / 6.0]
-    g.append(-(g[0] + g[1] + g[2]))
-    grad = sum(np.einsum("ij,ij->i", gi, gi) for gi in g)
-    gain = factor * planar.AREA_STIFFNESS
-    with np.errstate(over="ignore", divide="ignore"):
-        volume_k, volume_c = gain * stiffness / grad, gain * c / grad
-    what = "the volume springs' {} (which keep the body's volume and its inside in)"
-    _derived(names.stiffness, what.format("stiffness"), stiffness, volume_k)
-    _derived(names.damping, what.format("damping"), volume_c)
-    return volume_k, volume_c
 
 
 def _world3(world: World, builder: str) -> None:
@@ -256,8 +213,6 @@ def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.
     _world3(world, "cube")
     body = _body(category, mask, self_collision, friction, restitution, 0.0)
     models = planar._framed(_models3(model))  # gas would push a box round: a lattice frames it
-    if "material" in models and "springs" in models and not {"springs"} & _models3(model):
-        models -= {"springs"}  # (the material frames a gas box itself)
     material = (validate.positive("young", young), validate.finite("poisson", poisson))
     tear = _tear(max_strain, models)
     _optional(stiffness=stiffness, damping=damping, amount=amount)
@@ -270,7 +225,7 @@ def cube(world: World, center: Sequence[float] = (0.0, 1.0, 0.0), size: Any = 0.
     unit, tets = lattice(nx, ny, nz)
     with np.errstate(over="ignore", invalid="ignore"):
         pos = (unit - 0.5) * extent + c
-    return solid(world, pos, tets, boundary(tets), models, mass, "center, size, cells", stiffness,
+    return solid(world, pos, tets, tet_boundary(tets), models, mass, "center, size, cells", stiffness,
                  damping, amount, (match_stiffness, match_damping), wobble_damping, compliance,
                  volume_compliance, particle_radius, body, tear, material)
 
@@ -408,9 +363,8 @@ def mesh(world: World, mesh: Any, model: str | Sequence[str] = "xpbd", center: S
     _world3(world, "mesh")
     body = _body(category, mask, self_collision, friction, restitution, 0.0)
     models = _models3(model)
-    bag = "pressure" in models and not {"springs", "xpbd", "material"} & models
-    if validate.flag("framed", framed) and bag:
-        models = models | {"springs"}  # gas pushes a mesh round: the tetrahedra's springs frame it
+    if validate.flag("framed", framed):
+        models = planar._framed(models)  # gas pushes a mesh round: the tetrahedra's springs frame it
     tear = _tear(max_strain, models)
     _optional(stiffness=stiffness, damping=damping, amount=amount)
     _check(match_stiffness=match_stiffness, match_damping=match_damping, wobble_damping=wobble_damping,

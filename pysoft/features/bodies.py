@@ -22,7 +22,7 @@ from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import MAIN
 from pysoft._store import Field, Incidence, Ragged, RemovedError, Table
 from pysoft.features._feature import Context, Feature, PerState
-from pysoft.shapes import signed_area
+from pysoft.shapes import enclosed_volume, signed_area, signed_volumes
 from pysoft.twins._common import ranges
 
 # the gas's pressure is that of at least this fraction of the rest area: a crushed body's gas
@@ -53,13 +53,6 @@ def check_ranges(index: str, any_dim: bool = False) -> Check:
             raise ValueError("body_count: a 3D body's surface has three rows a triangle")
 
     return check
-
-
-def enclosed_volume(corners: np.ndarray) -> float:
-    """The volume a closed surface of triangles (T, 3, 3 corner positions, counter-clockwise
-    seen from outside) encloses: 1/6 sum a . (b x c) (divergence theorem)."""
-    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
-    return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
 
 
 def closed_surface(triangles: np.ndarray) -> bool:
@@ -477,9 +470,10 @@ class Bodies(Feature):
             ring, tris = self._surface(outline)
         else:
             ring, tris = self._particle_list("outline", outline), None
-        members = np.unique(ring) if particles is None else self._particle_list("particles", particles)
-        if particles is None and dim == 2:
-            members = ring
+        if particles is not None:
+            members = self._particle_list("particles", particles)
+        else:  # the boundary's particles: in 2D in order, in 3D each once
+            members = ring if dim == 2 else np.unique(ring)
         tets = self._tetrahedra(tetrahedra, members)
         if particles is None and tets is not None and len(tets):
             members = np.concatenate([members, np.setdiff1d(tets.reshape(-1), members)])
@@ -572,11 +566,11 @@ class Bodies(Feature):
             raise ValueError("tetrahedra: a tetrahedron names a particle twice")
         self._live("tetrahedra", tets.reshape(-1))
         P = self.ctx.store.particles
-        x = P.arrays["pos"][P.rows(tets.reshape(-1))].reshape(-1, 4, 3)
-        six = np.einsum("ij,ij->i", x[:, 1] - x[:, 0], np.cross(x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]))
-        if not (six != 0.0).all():
+        rows = P.rows(tets.reshape(-1)).reshape(-1, 4)
+        volume = signed_volumes(P.arrays["pos"], rows)
+        if not (volume != 0.0).all():
             raise ValueError("tetrahedra: a tetrahedron has zero volume")
-        flip = six < 0.0
+        flip = volume < 0.0
         tets[flip] = tets[flip][:, [0, 1, 3, 2]]
         return tets
 
