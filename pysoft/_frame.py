@@ -125,6 +125,12 @@ class Frame:
         self.runs_key: tuple[Any, ...] = ()
         self.repeats = False
         self.kept_alive: Any = None
+        # what the asked terms' ``frame_start`` read beyond h, the rows and the settings (their
+        # ``watched`` views: live, and their bytes when the calls were last made), and whether
+        # the world's next frame may resume from its last one in C (``resumed``)
+        self.watch: list[tuple[Any, Any]] = []
+        self.resumes = False  # whether the calls can be continued from a later call
+        self.resumable = False  # whether the last frame ran them and nothing ran since
 
     def kept(self, substeps: int) -> tuple[tuple[str, str], ...]:
         """The particles' fields (field, record) whose start a frame of ``substeps`` records as
@@ -171,6 +177,7 @@ class Frame:
         ``frame_start`` of the terms that have one said (it does a first substep's work and
         reads the arrays' values; None: the frame runs the stages): while all of them stay,
         the frame makes the calls it made last time without asking the terms again."""
+        self.resumable = False  # (Python did the frame's start: nothing ran to resume from)
         if not self.terms:
             self.terms = tuple(self.pipeline.terms())
             self.done = [t.done for t in self.terms if hasattr(t, "done")]
@@ -222,11 +229,13 @@ class Frame:
         the world is ``watched``: its frames' starts are saved for a replay) and the fills of
         ``between``; it stops after a frame whose scan found an unstable particle. Made again
         only when the calls, the terms' answers or the FrameStart's plan change."""
-        key = (self.plan, tuple(self.marks), start.plan_for if watched else None, frames > 1)
+        key = (self.plan, tuple(self.marks), start.plan_for if watched else None)
         if key != self.runs_key:
-            between = self.between() if frames > 1 else []
+            between = self.between()
+            watched_views = self.watched() if between is not None else None
             self.repeats = between is not None
-            moves = list(start.plan_moves) if watched and frames > 1 and between is not None else []
+            self.resumes = watched_views is not None
+            moves = list(start.plan_moves) if watched and self.repeats else []
             fills = [(self.ffi.from_buffer(view), view.nbytes, byte) for view, byte in between or []]
             copies = self.ffi.new("ps_copy[]", max(1, len(moves) + len(fills)))
             for k, (to, source, size) in enumerate(moves):
@@ -234,13 +243,46 @@ class Frame:
             for k, (to, size, byte) in enumerate(fills, len(moves)):
                 c = copies[k]
                 c.to, c.source, c.bytes, c.fill = to, self.ffi.NULL, size, byte
+            self.watch = [(view, view.copy()) for view in watched_views or []]
+            watch = self.ffi.new("ps_copy[]", max(1, len(self.watch)))
+            for k, (view, copy) in enumerate(self.watch):
+                c = watch[k]
+                c.to, c.source, c.bytes = self.ffi.from_buffer(view), self.ffi.from_buffer(copy), view.nbytes
             w = self.world
             w.ops, w.nops, w.nstages, w.seconds = self.array, len(self.ops), len(self.seconds), self.seconds
             w.between, w.nbetween = copies, len(moves) + len(fills)
+            w.watch, w.nwatch = watch, len(self.watch)
             w.scan = next((k for k, op in enumerate(self.ops) if op.name == "find_unstable"), -1)
-            self.runs_key, self.kept_alive = key, (copies, moves, fills)
+            self.runs_key, self.kept_alive = key, (copies, moves, fills, watch)
+        else:
+            for view, copy in self.watch:  # what this frame's start read
+                copy[...] = view
         w = self.world
-        w.substeps, w.frames = self.plan[1], frames if self.repeats else 1
+        w.substeps, w.frames, w.resume = self.plan[1], frames if self.repeats else 1, 0
+        return w
+
+    def watched(self) -> list[Any] | None:
+        """The views whose values the asked terms' ``frame_start`` reads besides h, the rows
+        and the settings (None if a term cannot say)."""
+        views: list[Any] = []
+        for term in self.asked:
+            watched = getattr(term, "watched", None)
+            if watched is None:
+                return None
+            views += watched()
+        return views
+
+    def resumed(self, frames: int, plan: tuple[Any, ...]) -> Any:
+        """This world's ``ps_world`` continuing from its last frame (``resume``: C makes the
+        copies and fills of ``between`` before the first frame too, in place of the Python
+        start), or None if that frame cannot be continued: it did not run in one call with
+        calls that can be repeated, or ``plan`` (h, substeps, the clock, the settings'
+        changes) is not the one its calls were made for. C still checks the ``watched``
+        views, which the user may have written since: ``ran`` -1 if one changed."""
+        if not (self.resumable and self.resumes) or plan != self.plan or self.counted:
+            return None
+        w = self.world
+        w.frames, w.resume = frames, 1
         return w
 
 

@@ -123,6 +123,8 @@ class Stepping:
         if dt < MIN_DT:  # no frame: 0, or shorter than a microsecond
             return None
         self._sweep_ghosts()
+        if self._frame is not None:  # (this frame's start is Python's: pysoft.many resumes none)
+            self._frame.resumable = False
         dt = min(dt, s._max_dt)
         systems = self._systems
         frame = self._frame if systems == self._stages else None  # (no systems of the user's)

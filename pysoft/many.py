@@ -11,10 +11,14 @@ same bits. Within that call a world runs all its frames one after another when n
 needs Python between them (no spring that may tear, no pusher to aim: ``Feature.repeats``),
 with the copies and fills its next frame's start makes (``Frame.between``, the
 FrameStart's copies) done in C; it stops after a frame whose scan found an unstable
-particle, and Python reports it as ``step()`` would. The other worlds (the NumPy backend,
-or systems of the user's, which run Python inside the frame) are stepped on the calling
-thread in list order. So is every world when a call steps one frame: a small world's frame is
-mostly the Python around its passes, which runs on one thread however its passes are run.
+particle, and Python reports it as ``step()`` would. A world whose last frame ran this way
+continues from it at the next call (``_Pending.resume``): when neither the plan of its calls
+(h, substeps, the rows, the settings), its systems nor esper's entities changed since, the
+Python start of its first frame is also the copies and fills C makes between frames, and C
+checks that the values that start reads (the colliders' velocities and dampings, the bodies'
+flags and rolling resistances) are still those it read; if one changed, the world starts
+from Python again. The other worlds (the NumPy backend, or systems of the user's, which run
+Python inside the frame) are stepped on the calling thread in list order.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any, TypeVar
 
 from pysoft import _native, _validate
 from pysoft._constants import MAX_THREADS
+from pysoft._pipeline import MIN_DT
 from pysoft.world import World
 
 __all__ = ["StepManyError", "step_many"]
@@ -65,13 +70,14 @@ def _checked(worlds: Any) -> list[World]:
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
     """Step every world of ``worlds`` by ``frames`` frames of its own ``dt``, each exactly as
-    ``frames`` calls of its ``step()`` would (bit for bit). With several frames, the C backend's
-    worlds run in calls of the C core on up to ``threads`` threads (1 to MAX_THREADS) with the
-    GIL released, 16 worlds a call, each world's frames one after another in C where nothing
-    needs Python between them; worlds of the NumPy backend or with systems of the user's, and
-    every world when ``frames`` is 1, are stepped by their ``step()`` on the calling thread, in
-    list order. Every world is checked, and held against use from other threads, before any is
-    stepped: ValueError for a non-world, a world listed twice or a closed world,
+    ``frames`` calls of its ``step()`` would (bit for bit). The C backend's worlds run in
+    calls of the C core on up to ``threads`` threads (1 to MAX_THREADS) with the GIL
+    released, 16 worlds a call, each world's frames one after another in C where nothing
+    needs Python between them (and, from one call to the next, from where its last frame
+    ended while nothing its start reads changed); worlds of the NumPy backend or with systems
+    of the user's are stepped by their ``step()`` on the calling thread, in list order. Every
+    world is checked, and held against use from other threads, before any is stepped:
+    ValueError for a non-world, a world listed twice or a closed world,
     ConcurrentUseError for a world another thread is using. A world whose frame raises (an
     InstabilityError) stops there; the others complete, and then StepManyError says which
     raised what."""
@@ -116,10 +122,7 @@ def _run(worlds: list[World], frames: int, threads: int) -> dict[int, BaseExcept
         return errors
     batched = []
     for i, w in enumerate(worlds):  # the worlds Python steps: one after another, in list order
-        # (one frame of each world is its step(): batching the worlds' passes gains nothing
-        # on one thread, and on two it measured slower with small worlds, whose frames are
-        # mostly the Python around the passes, which runs on one thread anyway)
-        if w._frame is None or w._systems != w._stages or frames == 1:
+        if w._frame is None or w._systems != w._stages:
             _, error = _attempt(functools.partial(_steps, w, frames))
             if error is not None:
                 errors[i] = error
@@ -170,6 +173,9 @@ class _Pending:
     def start(cls, w: World, frames: int) -> _Pending:
         """Begin ``w``'s next frame as its ``step()`` would, and describe up to ``frames`` of
         them (one unless nothing needs Python between them) for ps_run_worlds."""
+        resumed = cls.resume(w, frames)
+        if resumed is not None:
+            return resumed
         begun = w._begin(None)
         if begun is None:  # (no frame: a world's own dt is at least MIN_DT)
             return cls(w, 0.0, 0.0, ())
@@ -189,12 +195,38 @@ class _Pending:
         w._end(dt, error, systems, elapsed)
         return self
 
+    @classmethod
+    def resume(cls, w: World, frames: int) -> _Pending | None:
+        """``w``'s next frames continuing its last one in C, when that frame ran its calls in
+        one call of the C core and since then neither the plan of the calls (h, substeps, the
+        tables' rows, the settings), the systems, nor esper's entities changed: then the Python
+        start of a frame (the FrameStart's copies, the asked terms' ``frame_start``) is the
+        copies and fills that ``ps_run_worlds`` makes before a later frame (``Frame.between``);
+        C checks the values those terms read (``Frame.watched``). None otherwise."""
+        frame, s = w._frame, w._settings
+        if frame is None or not frame.resumable or w._stepping or s._dt < MIN_DT or w._ecs.ghosts():
+            return None
+        dt = min(s._dt, s._max_dt)
+        h = dt / s._substeps
+        repeats = frames > 1 and w._features.repeats()
+        runs = frame.resumed(frames if repeats else 1, (h, s._substeps, frame.clock.value, s._changes))
+        if runs is None:
+            return None
+        self = cls(w, dt, h, w._systems)
+        self.runs = runs
+        w.pipeline.unstable, w._stepping = -1, True
+        return self
+
     def end(self) -> int:
         """After ps_run_worlds: what ``step()`` does after each frame that ran (the frames but
-        the last had nothing to do but their time); how many ran."""
+        the last had nothing to do but their time); how many ran (0 when a resumed world's
+        watched values had changed: its next start is Python's)."""
         w, frame = self.world, self.world._frame
         assert frame is not None
         ran = int(self.runs.ran)
+        if ran < 0:
+            frame.resumable = w._stepping = False
+            return 0
         try:
             frame.finish(w._settings._substeps)
             pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
@@ -202,6 +234,7 @@ class _Pending:
                 t += dt
             pipeline.time = t
             error = w._diagnose(self.h, self.systems)
+            frame.resumable = frame.resumes and pipeline.unstable < 0
         finally:
             w._stepping = False
         w._end(self.dt, error, self.systems, frame.seconds)

@@ -235,6 +235,8 @@ class World(WorldSettings, Stepping, _lifetime.Lifetime):
         """Restore a snapshot of a world of the same topology; raises ValueError otherwise."""
         with self._guard.held("restore"):
             self.pipeline.time = _snapshot.unpack(self._features, blob)
+            if self._frame is not None:  # (the next frame starts from Python)
+                self._frame.resumable = False
 
     def __repr__(self) -> str:
         if not self._feature:

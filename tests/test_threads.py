@@ -243,6 +243,76 @@ def test_step_many_gives_what_a_loop_of_step_gives(frames: int, threads: int) ->
             assert a.broken_springs == b.broken_springs
 
 
+class Kick(esper.Processor):
+    """A system of the user's: pushes the first particle sideways every substep."""
+
+    def __init__(self, world: pysoft.World) -> None:
+        self.world = world
+
+    def process(self, h: float) -> None:
+        self.world.velocities[0, 0] += 0.5 * h
+
+
+def changing() -> tuple[pysoft.World, list[Callable[[pysoft.World], Any]]]:
+    """A world with a collider, a gas ball and a box that touch, and changes a user makes
+    between frames: each one something a frame's Python start reads (the collider's damping
+    and velocity, a body's rolling resistance and self-collision, the settings, the rows,
+    esper's entities, a snapshot), undone or not."""
+    w = pysoft.World()
+    floor = w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.6)
+    ball = build.ball(w, center=(0.0, 0.4), radius=0.2)
+    box = build.box(w, center=(0.45, 0.3), size=(0.3, 0.3), cells=(3, 3))
+    saved: list[bytes] = []
+
+    def damping(world: pysoft.World, value: float) -> None:
+        world.collider(floor).tangential_damping = value
+
+    def delete_through_esper(world: pysoft.World) -> None:
+        with world._ecs.entered():
+            esper.delete_entity(int(world.particles[-1]))
+
+    changes: list[Callable[[pysoft.World], Any]] = [
+        lambda world: damping(world, 3.0),
+        lambda world: None,
+        lambda world: setattr(world.collider(floor), "velocity", (0.2, 0.0)),
+        lambda world: setattr(world.collider(floor), "velocity", (0.0, 0.0)),
+        lambda world: setattr(world.body(ball), "rolling_resistance", 0.4),
+        lambda world: setattr(world.body(box), "self_collision", True),
+        lambda world: setattr(world, "gravity", (0.5, -9.0)),
+        lambda world: world.positions.__setitem__((0, 0), world.positions[0, 0] + 0.01),
+        lambda world: saved.append(world.snapshot()),
+        lambda world: world.add_particle((1.0, 1.0)),
+        lambda world: delete_through_esper(world),
+        lambda world: world.step(),
+        lambda world: world.add_system(Kick(world), priority=450),
+        lambda world: world.remove_system(next(p for p in world.systems if isinstance(p, Kick))),
+        lambda world: setattr(world, "substeps", 10),
+        lambda world: world.restore(saved[-1]),
+        lambda world: damping(world, 0.0),
+    ]
+    return w, changes
+
+
+def test_step_many_continues_each_frame_only_while_nothing_it_read_changed() -> None:
+    """Worlds stepped by step_many calls one after another continue each frame from the last
+    in C (their Python start skipped); a change between the calls to anything that start
+    reads must be seen as a loop of step() sees it."""
+    (many, changes), (loop, same) = changing(), changing()
+    others, twins = [mixed(0), mixed(1)], [mixed(0), mixed(1)]
+    for change, twin in zip(changes, same, strict=True):
+        for frames in (1, 1, 3):
+            pysoft.step_many([many, *others], frames)
+            for w in (loop, *twins):
+                for _ in range(frames):
+                    w.step()
+            assert state(many) == state(loop), change
+            assert [state(w) for w in others] == [state(w) for w in twins]
+        change(many)
+        twin(loop)
+    resumed = many._frame
+    assert resumed is not None and resumed.resumable  # (the last calls did continue)
+
+
 def test_step_many_of_many_small_worlds_on_threads() -> None:
     def small(i: int) -> pysoft.World:
         w = pysoft.World()

@@ -196,7 +196,11 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
  * of `bytes` bytes from `source` to `to` (or, where `source` is NULL, `to` filled with the
  * byte `fill`), in order, before every frame but the first. Its frames end after `frames`, or
  * after the first whose op `scan` (>= 0) returned a row (>= 0); `ran` says how many ran.
- * Each world runs on one thread; ps_run_worlds hands the worlds to up to `threads`. */
+ * With `resume` set, the first frame continues the world's last one (its `between` runs
+ * before it too), provided each of the `nwatch` regions `watch[k].to` still holds the bytes
+ * of its `source` (what the frame's start read when the calls were made); if one does not,
+ * nothing runs and `ran` is -1. Each world runs on one thread; ps_run_worlds hands the
+ * worlds to up to `threads`. */
 typedef struct {
     void *to;
     const void *source;
@@ -207,8 +211,8 @@ typedef struct {
     ps_op **ops;
     int nops, substeps, nstages;
     double *seconds;
-    ps_copy *between;
-    int nbetween, scan, frames, ran;
+    ps_copy *between, *watch;
+    int nbetween, nwatch, resume, scan, frames, ran;
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);
 

@@ -175,15 +175,21 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
     }
 }
 
-/* One world's frames (ps_world): between two frames its copies and fills, then the frame on
- * this thread; it stops after a frame whose scan found an unstable particle. Only the last
+/* One world's frames (ps_world): between two frames (and before the first, when it resumes)
+ * its copies and fills, then the frame on this thread; it stops after a frame whose scan found an unstable particle. Only the last
  * frame is timed (its stages' seconds are the world's profile; a clock reading per op costs
  * a small world's frame more than a tenth of its time). */
 static void run_world(ps_world *w)
 {
     w->ran = 0;
+    if (w->resume)
+        for (int k = 0; k < w->nwatch; k++)
+            if (memcmp(w->watch[k].to, w->watch[k].source, (size_t)w->watch[k].bytes)) {
+                w->ran = -1;
+                return;
+            }
     for (int f = 0; f < w->frames; f++) {
-        if (f > 0)
+        if (f > 0 || w->resume)
             for (int k = 0; k < w->nbetween; k++) {
                 const ps_copy *c = &w->between[k];
                 if (c->source) memmove(c->to, c->source, (size_t)c->bytes);

@@ -381,6 +381,10 @@ class _RollingTerm:
         self.first_substep()
         return self.rolling
 
+    def watched(self) -> list[np.ndarray]:
+        """What ``frame_start`` reads besides the rows: the bodies' rolling resistances."""
+        return [self.B.view("rolling_resistance")] if self.present() else []
+
     def between(self) -> list[tuple[np.ndarray, int]]:
         """What ``frame_start`` does to the arrays at a later frame of the same plan (see
         pysoft._frame.Frame.between): ``rolled`` restarts (0.0: zero bytes)."""

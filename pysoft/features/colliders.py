@@ -239,6 +239,11 @@ class _CollideTerm:
         self.first_substep(h)
         return None if self.moving else True
 
+    def watched(self) -> list[np.ndarray]:
+        """What ``frame_start`` reads besides h and the rows: the dampings and the velocities."""
+        C, names = self.C, ("tangential_damping", "velocity", "angular_velocity")
+        return [C.view(name) for name in names] if C.n else []
+
     def between(self) -> list[tuple[np.ndarray, int]]:
         """What ``frame_start`` does to the arrays at a later frame of the same plan (see
         pysoft._frame.Frame.between): nothing (``keep`` stays for the same h and dampings;

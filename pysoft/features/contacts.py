@@ -143,6 +143,10 @@ class _ContactTerm:
         self.first_substep()
         return self.arguments(h) is not None
 
+    def watched(self) -> list[np.ndarray]:
+        """What ``frame_start`` reads besides the rows and the settings: the bodies' flags."""
+        return [self.B.view("flags")] if self.B.n else []
+
     def between(self) -> list[tuple[np.ndarray, int]]:
         """What ``frame_start`` does to the arrays at a later frame of the same plan (see
         pysoft._frame.Frame.between): after a frame with a call, a new report (touch_body
