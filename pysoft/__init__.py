@@ -22,7 +22,7 @@ from pysoft.features.colliders import Collider
 from pysoft.features.constraints import DistanceConstraint, VolumeConstraint
 from pysoft.features.gravity import GravityWell
 from pysoft.features.particles import Particle
-from pysoft.features.springs import Spring
+from pysoft.features.springs import Muscles, Spring
 from pysoft.many import StepManyError, step_many
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.world import INTEGRATORS, ClosedError, ConcurrentUseError, Contacts, InstabilityError, World
@@ -44,6 +44,7 @@ __all__ = [
     "GravityWell",
     "InstabilityError",
     "MaterialConstraint",
+    "Muscles",
     "Particle",
     "Plane",
     "Polygon",

@@ -73,3 +73,8 @@ C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": 
             "PS_UNMIRROR_GAIN": UNMIRROR_GAIN,
             "PS_JACOBI_SWEEPS": JACOBI_SWEEPS, "PS_CELL_LIMIT": CELL_LIMIT,
             "PS_MAX_THREADS": MAX_THREADS}
+
+# A muscle's activation (its rest length over its muscle length) is clamped to this range:
+# from half to one and a half times its length, a spring's contraction and extension as a voxel
+# robot's actuators make them
+MUSCLE_RANGE = (0.5, 1.5)

@@ -172,6 +172,7 @@ class World(WorldSettings, Stepping, _lifetime.Lifetime):
     spring = _api(Springs, Springs.spring)
     spring_strain = _api(Springs, Springs.spring_strain)
     spring_pairs = _api(Springs, Springs.spring_pairs)
+    add_muscles = _api(Springs, Springs.add_muscles, changes=True)
     add_area_spring = _api(Springs, Springs.add_area_spring, changes=True)
     add_area_springs = _api(Springs, Springs.add_area_springs, changes=True)
     area_spring = _api(Springs, Springs.area_spring)

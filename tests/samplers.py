@@ -68,6 +68,16 @@ def spring_workspace(n: int, m: int, dim: int) -> dict[str, np.ndarray]:
             "spring_force": np.zeros((m, dim)), "incidence_state": np.zeros(3, np.int32)}
 
 
+def sample_muscles(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    m = max(n, 1)
+    length = rng.uniform(0.0, 2.0, m)
+    length[rng.random(m) < 0.3] = -1.0  # springs that are not muscles
+    activation = rng.uniform(0.0, 2.0, m)
+    activation[rng.random(m) < 0.1] = np.nan  # clamped to the low end
+    return {"rest_length": rng.uniform(0.0, 2.0, m), "muscle_length": length, "activation": activation,
+            "m": m, "low": 0.5, "high": 1.5}
+
+
 def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     d = 3 if dim == 3 else 2  # 3D: volume springs on tetrahedra
     p = particles(rng, n, d)
@@ -618,6 +628,7 @@ SAMPLERS: dict[str, Sampler] = {
     "radial_gravity": sample_radial_gravity,
     "springs": sample_springs,
     "area_springs": sample_area_springs,
+    "muscles": sample_muscles,
     "grab": sample_grab,
     "pressure": sample_pressure,
     "shape_match": sample_shape_match,

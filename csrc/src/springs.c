@@ -292,3 +292,18 @@ void ps_area_springs(double *force, const double *pos, const double *vel,
         force[c + 1] += s * gcy;
     }
 }
+
+/* Muscles: a spring whose muscle_length is >= 0 has the rest length muscle_length x its
+ * activation, the activation clamped to [low, high] (NaN to low); the others are left alone. */
+void ps_muscles(double *rest_length, const double *muscle_length, const double *activation,
+                int m, double low, double high)
+{
+    for (int j = 0; j < m; j++) {
+        double base = muscle_length[j];
+        if (!(base >= 0.0)) continue;
+        double a = activation[j];
+        if (!(a >= low)) a = low;
+        if (a > high) a = high;
+        rest_length[j] = base * a;
+    }
+}

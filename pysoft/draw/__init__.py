@@ -10,7 +10,8 @@ pymunk's ``SpaceDebugDrawOptions`` do; a method the drawer lacks is skipped:
   ``points[offsets[k]:offsets[k + 1]]`` (world coordinates), ``fill``/``edge`` (k, 4) RGBA
   in 0..255 (alpha 0: none). Body outlines, boxes and polygon colliders.
 - ``segments(a, b, colors, width)``: lines from ``a[i]`` to ``b[i]``, ``colors`` (m, 4).
-  Springs (coloured by strain with ``STRAIN``), capsule colliders' axes, open outlines.
+  Springs (coloured by strain with ``STRAIN``; muscles by activation), capsule colliders'
+  axes, open outlines.
 - ``circles(centers, radii, fill, edge)``: discs. Particles, disc colliders, capsule ends.
 - ``lines(points, directions, colors)``: infinite lines (planes, drawn edge-on).
 - ``arrows(origins, vectors, colors)``: contact normals, pressure forces.
@@ -28,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from pysoft._constants import MUSCLE_RANGE
 from pysoft.draw.terminal import render
 
-__all__ = ["Camera", "DrawFlags", "debug_draw", "render", "strain_colors"]
+__all__ = ["Camera", "DrawFlags", "activation_colors", "debug_draw", "render", "strain_colors"]
 
 
 class DrawFlags(IntFlag):
@@ -55,6 +57,7 @@ COLLIDER_EDGE = (80, 80, 80, 255)
 PARTICLE = (30, 30, 30, 255)
 SPRING = (60, 60, 60, 255)
 CONTACT = (220, 40, 200, 255)
+MUSCLE_BLUE, MUSCLE_RED = (40, 90, 230), (230, 50, 40)  # a muscle contracted, extended
 PRESSURE_ARROW = (230, 120, 20, 255)
 TEXT = (20, 20, 20, 255)
 
@@ -66,6 +69,19 @@ def strain_colors(strain: np.ndarray, full: float = 0.2) -> np.ndarray:
     out[:, 0] = np.round(40 + 200 * t)
     out[:, 1] = np.round(180 - 150 * t)
     out[:, 2] = 40
+    out[:, 3] = 255
+    return out
+
+
+def activation_colors(activation: np.ndarray) -> np.ndarray:
+    """RGBA per muscle: blue when contracted (the low end of MUSCLE_RANGE) through grey (1)
+    to red when extended (the high end)."""
+    low, high = MUSCLE_RANGE
+    a = np.asarray(activation, dtype=np.float64)
+    t = np.clip(np.where(a < 1.0, (a - 1.0) / (1.0 - low), (a - 1.0) / (high - 1.0)), -1.0, 1.0)
+    grey, end = np.array([110.0, 110.0, 110.0]), np.where(t[:, None] < 0.0, MUSCLE_BLUE, MUSCLE_RED)
+    out = np.empty((len(t), 4), dtype=np.uint8)
+    out[:, :3] = np.round(grey + np.abs(t)[:, None] * (end - grey))
     out[:, 3] = 255
     return out
 
@@ -166,6 +182,10 @@ def debug_draw(world: Any, drawer: Any, flags: int = DrawFlags.DEFAULT) -> None:
         pairs = world.spring_pairs()
         colors = (strain_colors(world.spring_strain()) if DrawFlags.STRAIN in flags
                   else _rgba(SPRING, len(pairs)))
+        S = world.store.springs
+        muscle = S.view("muscle_length") >= 0.0
+        if muscle.any():  # muscles by activation, whatever STRAIN says
+            colors[muscle] = activation_colors(S.view("activation")[muscle])
         _call(drawer, "segments", pos[pairs[:, 0]], pos[pairs[:, 1]], colors, 1.0)
     if DrawFlags.PARTICLES in flags and len(pos):
         radii = np.maximum(world.store.particles.view("radius"), 0.0)

@@ -10,6 +10,7 @@ from typing import Any, cast
 import numpy as np
 
 from pysoft import _validate
+from pysoft._constants import MUSCLE_RANGE
 from pysoft._ecs import Column, RowView
 from pysoft._frame import FORCES, Op, cached
 from pysoft._kernels import Arg, Kernel, register
@@ -38,6 +39,11 @@ register(Kernel("springs", "springs",
                 ("m", "dim", "n"), ("threads",), ("force",),
                 scratch=("spring_end", "incidence", "spring_force", "incidence_state"),
                 index_args=(("pairs", "n"),), check=_rebuild_incidence))
+
+
+register(Kernel("muscles", "springs",
+                (Arg("rest_length", ("m",)), Arg("muscle_length", ("m",)), Arg("activation", ("m",))),
+                ("m",), ("low", "high"), ("rest_length",)))
 
 
 register(Kernel("area_springs", "springs",
@@ -111,6 +117,9 @@ class _SpringTerm:
         self.area_calls = PerState(lambda p, v, f: ctx.bind(
             "area_springs", force=a[f], pos=a[p], vel=a[v], triangles=t["triangles"],
             rest_area=t["rest_area"], stiffness=t["stiffness"], damping=t["damping"]))
+        self.muscles = ctx.bind("muscles", rest_length=s["rest_length"], muscle_length=s["muscle_length"],
+                                activation=s["activation"])
+        self.muscled: Callable[[], bool] = lambda: False  # (the feature's: whether any spring is a muscle)
 
     def arguments(self) -> tuple[int, int, int, int]:
         """The spring kernel's counts and thread count; marks the incidence lists stale when
@@ -121,6 +130,8 @@ class _SpringTerm:
         return self.S.n, self.dim, self.P.n, self.settings._threads
 
     def evaluate(self, state: int) -> None:
+        if self.S.n and self.muscled():
+            self.muscles(self.S.n, *MUSCLE_RANGE)
         if self.S.n:
             self.calls[state](*self.arguments())
         if self.T.n:
@@ -128,6 +139,8 @@ class _SpringTerm:
 
     def ops(self, h: float) -> list[Op]:
         out = []
+        if self.S.n and self.muscled():
+            out.append(cached(self, "muscles", self.muscles, FORCES).set(self.S.n, *MUSCLE_RANGE))
         if self.S.n:
             out.append(cached(self, "springs", self.calls[MAIN], FORCES).set(*self.arguments()))
         if self.T.n:
@@ -140,7 +153,7 @@ class Springs(Feature):
     springs."""
 
     kinds = (Spring, AreaSpring)
-    snapshot = (("springs", ("rest_length", "stiffness", "damping")),
+    snapshot = (("springs", ("rest_length", "stiffness", "damping", "muscle_length", "activation")),
                 ("area_springs", ("rest_area", "stiffness", "damping")))
 
     def __init__(self, ctx: Context) -> None:
@@ -148,6 +161,8 @@ class Springs(Feature):
         self.links = Links(ctx, "springs", 2, "pairs", {
             "rest_length": Field((), np.float64), "stiffness": Field((), np.float64),
             "damping": Field((), np.float64), "max_strain": Field((), np.float64, np.inf),
+            # a muscle's length at activation 1 (< 0: the spring is not a muscle), its activation
+            "muscle_length": Field((), np.float64, -1.0), "activation": Field((), np.float64, 1.0),
             # the spring pass's workspace: the particles' lists of springs, the forces
             "incidence": Field((2,), np.int32), "spring_force": Field((ctx.dim,), np.float64),
         }, MAX_SPRINGS)
@@ -156,8 +171,10 @@ class Springs(Feature):
             "damping": Field((), np.float64)}, MAX_SPRINGS)
         self.table = self.links.table
         self._tearable, self._counted = False, (-1, -1)  # any finite max_strain, as of (version, writes)
+        self._muscled, self._muscles_counted = False, (-1, -1)  # any muscle, as of (version, writes)
         self.broken_springs: list[int] = []
         self.term = _SpringTerm(ctx, self.links, self.areas)
+        self.term.muscled = self._any_muscle
         ctx.pipeline.forces.append(self.term)
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
@@ -266,6 +283,41 @@ class Springs(Feature):
             if own:
                 links.remove(own)
 
+    def add_muscles(self, springs: Any, activation: Any = 1.0) -> Muscles:
+        """Make springs muscles: each one's rest length becomes its ``muscle_length`` (its rest
+        length now) times its activation, clamped to ``MUSCLE_RANGE`` (0.5 to 1.5), set for all
+        of them at once by the returned :class:`Muscles` (``drive``). ``springs``: spring
+        entities (ValueError naming it for one that is not a live spring, or a spring listed
+        twice); ``activation``: their first activation (one number, or one each)."""
+        table = self.table
+        entities = np.asarray(springs)
+        if entities.ndim != 1 or not len(entities) or entities.dtype.kind not in "iu":
+            raise ValueError(f"springs must be a non-empty 1-D array of spring entities, got {springs!r}")
+        rows = np.empty(len(entities), np.intp)
+        for k, e in enumerate(entities.tolist()):
+            row = table.row_of.get(e)
+            if row is None or e in self.areas.table.row_of:
+                raise ValueError(f"springs[{k}] = {e} is not a live spring of this world")
+            rows[k] = row
+        if len(np.unique(rows)) != len(rows):
+            raise ValueError("springs lists a spring twice")
+        muscles = Muscles(self, entities.astype(np.int64), rows)
+        start = muscles.clamped("activation", activation)
+        length = table.arrays["muscle_length"]
+        length[rows] = table.arrays["rest_length"][rows]
+        table.arrays["activation"][rows] = start
+        table.arrays["rest_length"][rows] = length[rows] * start
+        table.edits += 1
+        return muscles
+
+    def _any_muscle(self) -> bool:
+        """Whether any spring is a muscle (recounted after rows or writes change)."""
+        now = (self.table.version, self.table.edits)
+        if now != self._muscles_counted:
+            self._muscled = bool((self.table.view("muscle_length") >= 0.0).any())
+            self._muscles_counted = now
+        return self._muscled
+
     def _any_tearable(self) -> bool:
         """Whether any spring has a finite max_strain (recounted after rows or writes change)."""
         now = (self.table.version, self.table.edits)
@@ -299,3 +351,75 @@ class Springs(Feature):
             ends = self.ctx.store.particles.view("entity")[S.view("pairs")[broken]]
             self.ctx.torn.extend((int(a), int(b)) for a, b in ends)
             self.remove(self.broken_springs)
+
+
+class Muscles:
+    """Springs driven by activations (``World.add_muscles``): muscle k's rest length is
+    ``rest_lengths[k] * activation[k]``, the activation clamped to ``MUSCLE_RANGE`` (0.5 to
+    1.5), applied at the start of every substep. ``drive`` sets all of them from one array
+    without allocating (a controller calls it every frame); the activations are in the
+    world's snapshots. A muscle whose spring is removed (torn, or removed by hand) makes
+    ``drive`` raise ValueError."""
+
+    __slots__ = ("_buffer", "_feature", "_rows", "_version", "springs")
+
+    def __init__(self, feature: Springs, springs: np.ndarray, rows: np.ndarray) -> None:
+        self._feature = feature
+        self.springs = springs  # the spring entities, in the muscles' order
+        self._rows, self._version = rows, feature.table.version
+        self._buffer = np.empty(len(springs))
+
+    def __len__(self) -> int:
+        return len(self.springs)
+
+    def _live_rows(self) -> np.ndarray:
+        """The springs' rows now (found again after the spring table's rows changed)."""
+        table = self._feature.table
+        if self._version != table.version:
+            rows = [table.row_of.get(e) for e in self.springs.tolist()]
+            if None in rows:
+                gone = int(self.springs[rows.index(None)])
+                raise ValueError(f"spring {gone} of these muscles was removed")
+            self._rows[:] = rows
+            self._version = table.version
+        return self._rows
+
+    def clamped(self, name: str, activation: Any) -> np.ndarray:
+        """``activation`` (one number, or one per muscle) clamped to MUSCLE_RANGE, in the
+        muscles' buffer; ValueError naming ``name`` for NaN or a wrong shape."""
+        out = self._buffer
+        if np.ndim(activation) == 0:
+            out.fill(_validate.real(name, activation))
+        elif np.shape(activation) != out.shape:
+            raise ValueError(f"{name} must be a number or {len(out)} numbers (one per muscle), "
+                             f"got shape {np.shape(activation)}")
+        else:
+            try:
+                np.copyto(out, activation, casting="same_kind")
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{name} must be real numbers: {exc}") from None
+        np.minimum(out, MUSCLE_RANGE[1], out=out)  # (np.clip allocates; NaN stays NaN in both)
+        np.maximum(out, MUSCLE_RANGE[0], out=out)
+        if np.isnan(out.sum()):
+            raise ValueError(f"{name} is NaN for muscle {int(np.flatnonzero(np.isnan(out))[0])}")
+        return out
+
+    def drive(self, activation: Any) -> None:
+        """Set every muscle's activation (one number, or an array of one per muscle; values
+        outside MUSCLE_RANGE are clamped to it): allocation-free for a float64 array. The
+        rest lengths follow at the next substep. ValueError naming ``activation`` for NaN or
+        a wrong shape (nothing is changed then)."""
+        rows = self._live_rows()
+        self._feature.table.arrays["activation"][rows] = self.clamped("activation", activation)
+
+    @property
+    def activation(self) -> np.ndarray:
+        """The activations as set (clamped), one per muscle (a copy)."""
+        out: np.ndarray = self._feature.table.arrays["activation"][self._live_rows()]
+        return out
+
+    @property
+    def rest_lengths(self) -> np.ndarray:
+        """Each muscle's rest length at activation 1 (m; a copy)."""
+        out: np.ndarray = self._feature.table.arrays["muscle_length"][self._live_rows()]
+        return out

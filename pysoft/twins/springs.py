@@ -136,3 +136,12 @@ def area_springs(
     s = -(stiffness[:m] * (area - rest_area[:m]) + damping[:m] * rate)
     s = np.where(area < 0.0, s - INVERSION_GAIN * stiffness[:m] * area, s)
     scatter_add(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, dim))
+
+
+def muscles(rest_length: F64, muscle_length: F64, activation: F64, m: int, low: float, high: float) -> None:
+    """A spring whose muscle_length is >= 0 gets the rest length muscle_length x its activation,
+    clamped to [low, high] (NaN to low); the others are left alone."""
+    base, a = muscle_length[:m], activation[:m]
+    a = np.where(a >= low, a, low)
+    a = np.where(a > high, high, a)
+    np.copyto(rest_length[:m], base * a, where=base >= 0.0)
