@@ -1,0 +1,538 @@
+"""Seeing a 3D world: ``Camera3D`` (perspective or orthographic; look-at, orbit, zoom, pan,
+fit) and the 3D half of ``world.debug_draw``.
+
+The 3D draw hands the same primitives as 2D to the same drawers, already projected: every
+point is in the camera's *image plane*, 2D metres at the target's distance, x right and y
+up. A pixel backend's camera is the ``Camera3D`` itself (``to_screen`` maps image-plane
+points, and world points, to pixels); a drawer without a camera (matplotlib's axes) draws
+the image plane as it would a 2D world.
+
+Everything opaque (body surfaces, colliders, springs, rope bodies, particles) becomes
+polygons in the image plane, sorted back to front by their depth and handed over in one
+``polygons`` call (the painter's algorithm): surface triangles shaded flat by ``LIGHT``
+(closed surfaces seen from behind are culled; an open sheet shows both sides), springs
+and ropes as thin bands facing the camera, particles as octagons, spheres, capsules and
+boxes as shaded meshes, and planes as a finite chequered patch, cut where other planes
+bound it and left out when the camera is on its solid side (a bin's front wall does not
+hide what is in the bin). Contacts are arrows drawn over everything, as is the text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pysoft import _validate
+
+LIGHT = np.array([0.35, 1.0, 0.55]) / np.linalg.norm([0.35, 1.0, 0.55])  # toward the light
+AMBIENT = 0.35  # the shade of a face turned away from the light; 1 is full colour
+PALETTE = ((228, 87, 46), (76, 155, 232), (118, 176, 65), (243, 167, 18), (160, 94, 196),
+           (41, 191, 159), (232, 93, 140), (110, 120, 200))
+COLLIDER = (175, 175, 170)
+TILES = ((228, 228, 222), (208, 208, 200))  # a plane's chequered patch
+ROPE_WIDTH = 0.03  # m, a rope body's band (or twice its particles' radius, if larger)
+SPRING_PIXELS = 1.5  # a spring's band across, in pixels
+DOT_PIXELS = 2.0  # a particle without a radius: its dot's radius in pixels
+_OCTAGON = np.stack([np.cos(np.arange(8) * np.pi / 4), np.sin(np.arange(8) * np.pi / 4)], axis=1)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    out: np.ndarray = v / np.linalg.norm(v)
+    return out
+
+
+class Camera3D:
+    """A camera for 3D worlds on a ``width`` x ``height`` pixel screen, looking at ``target``
+    from ``distance`` metres away, turned ``yaw`` radians about the vertical (y) axis and
+    raised ``pitch`` radians above the horizontal (yaw 0, pitch 0: looking along -z, x to
+    the right, y up, as a 2D world is seen). ``fov`` is the vertical field of view in
+    degrees (perspective); ``orthographic=True`` projects in parallel at ``scale`` pixels
+    per metre (default: the perspective's scale at the target, so switching keeps the
+    target's size).
+
+    ``to_screen`` maps world points (..., 3) to pixels (and image-plane points (..., 2),
+    which the 3D draw hands to drawers); ``scale`` is pixels per metre at the target.
+    """
+
+    def __init__(self, width: int, height: int, target: Any = (0.0, 0.0, 0.0), distance: float = 5.0,
+                 yaw: float = 0.5, pitch: float = 0.45, fov: float = 45.0, orthographic: bool = False,
+                 scale: float | None = None) -> None:
+        if not (isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0):
+            raise ValueError(f"width and height must be positive ints, got {width!r}, {height!r}")
+        self.width, self.height = width, height
+        self.target = _validate.vector("target", target, 3)
+        self.distance = _validate.positive("distance", distance)
+        self.yaw = _validate.finite("yaw", yaw)
+        self.pitch = 0.0
+        self.orbit(0.0, _validate.finite("pitch", pitch))
+        self.fov = _validate.finite("fov", fov)
+        if not 1.0 <= self.fov <= 170.0:
+            raise ValueError(f"fov must be in [1, 170] degrees, got {fov!r}")
+        self._ortho_scale = self._perspective_scale() if scale is None else _validate.positive("scale", scale)
+        self.orthographic = bool(orthographic)
+
+    # -- the view ------------------------------------------------------------------------
+
+    @property
+    def forward(self) -> np.ndarray:
+        """Unit vector from the eye toward the target."""
+        cp = math.cos(self.pitch)
+        return -np.array([cp * math.sin(self.yaw), math.sin(self.pitch), cp * math.cos(self.yaw)])
+
+    @property
+    def right(self) -> np.ndarray:
+        """Unit vector to the screen's right (horizontal)."""
+        return np.array([math.cos(self.yaw), 0.0, -math.sin(self.yaw)])
+
+    @property
+    def up(self) -> np.ndarray:
+        """Unit vector to the screen's top."""
+        return np.cross(self.right, self.forward)
+
+    @property
+    def eye(self) -> np.ndarray:
+        """Where the camera is (m)."""
+        out: np.ndarray = self.target - self.distance * self.forward
+        return out
+
+    def _perspective_scale(self) -> float:
+        return self.height / 2.0 / (self.distance * math.tan(math.radians(self.fov) / 2.0))
+
+    @property
+    def scale(self) -> float:
+        """Pixels per metre at the target's distance (everywhere, orthographic)."""
+        return self._ortho_scale if self.orthographic else self._perspective_scale()
+
+    @property
+    def near(self) -> float:
+        """The nearest depth drawn (m): what is closer to the eye, or behind it, is left out."""
+        return 1e-3 * self.distance
+
+    def look_at(self, target: Any, eye: Any = None) -> None:
+        """Look at ``target`` from ``eye`` (default: from where the camera is now, moved with
+        the target); y stays up."""
+        target = _validate.vector("target", target, 3)
+        eye = self.eye - self.target + target if eye is None else _validate.vector("eye", eye, 3)
+        d = eye - target
+        r = float(np.linalg.norm(d))
+        if not r > 0.0:
+            raise ValueError("eye must differ from target")
+        self.target, self.distance = target, r
+        self.yaw = math.atan2(d[0], d[2])
+        self.pitch = 0.0
+        self.orbit(0.0, math.asin(max(-1.0, min(1.0, d[1] / r))))
+
+    def orbit(self, yaw: float, pitch: float = 0.0) -> None:
+        """Turn about the target by ``yaw`` radians (about y) and ``pitch`` radians (up), the
+        pitch kept within 89 degrees of the horizontal."""
+        limit = math.radians(89.0)
+        self.yaw = (self.yaw + float(yaw)) % (2.0 * math.pi)
+        self.pitch = max(-limit, min(limit, self.pitch + float(pitch)))
+
+    def zoom(self, factor: float, about: Any = None) -> None:
+        """Magnify by ``factor`` (> 1: closer): perspective moves the eye toward the target,
+        orthographic scales. ``about`` (a pixel) stays over the same point of the plane
+        through the target facing the camera."""
+        f = _validate.positive("factor", factor)
+        anchor = None if about is None else self.to_world(about)
+        if self.orthographic:
+            self._ortho_scale *= f
+        else:
+            self.distance /= f
+        if anchor is not None:
+            self.target = self.target + anchor - self.to_world(about)
+
+    def pan(self, pixels: Any) -> None:
+        """Move the view by ``pixels`` (dx right, dy down), as a drag would: the world moves
+        with the pointer."""
+        d = np.asarray(pixels, dtype=float) / self.scale
+        self.target = self.target - d[0] * self.right + d[1] * self.up
+
+    def fit(self, lo: Any, hi: Any, margin: float = 0.05) -> None:
+        """Look at the centre of the box ``lo``..``hi`` from the present direction, near
+        enough that the box's bounding sphere fills the screen less ``margin`` of it."""
+        lo, hi = _validate.vector("lo", lo, 3), _validate.vector("hi", hi, 3)
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6)
+        self.target = 0.5 * (lo + hi)
+        fill = 1.0 - 2.0 * margin
+        half = math.radians(self.fov) / 2.0  # the narrower of the two half-angles
+        half = min(half, math.atan(math.tan(half) * self.width / self.height))
+        self.distance = radius / math.sin(half) / fill
+        self._ortho_scale = min(self.width, self.height) / 2.0 / radius * fill
+
+    def fit_world(self, world: Any, margin: float = 0.05) -> None:
+        """Fit the world's particles and bounded colliders (planes are unbounded: left out)."""
+        lo, hi = bounds(world)
+        self.fit(lo, hi, margin)
+
+    # -- points ----------------------------------------------------------------------------
+
+    def view(self, points: Any) -> np.ndarray:
+        """World points (..., 3) in camera coordinates (..., 3): right, up, depth (m along
+        the view direction from the eye)."""
+        p = np.asarray(points, dtype=float) - self.eye
+        return np.stack([p @ self.right, p @ self.up, p @ self.forward], axis=-1)
+
+    def depth(self, points: Any) -> np.ndarray:
+        """Distance of world points (..., 3) in front of the eye along the view direction (m)."""
+        out: np.ndarray = (np.asarray(points, dtype=float) - self.eye) @ self.forward
+        return out
+
+    def project(self, points: Any) -> np.ndarray:
+        """World points (..., 3) to the image plane (..., 2): metres at the target's distance,
+        x right, y up (nan for points nearer than ``near`` in perspective)."""
+        v = self.view(points)
+        if self.orthographic:
+            return v[..., :2]
+        z = v[..., 2:3]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(z >= self.near, v[..., :2] * (self.distance / z), np.nan)
+
+    def to_screen(self, points: Any) -> np.ndarray:
+        """World points (..., 3), or image-plane points (..., 2), to pixels (x right, y down)."""
+        p = np.asarray(points, dtype=float)
+        q = self.project(p) if p.shape[-1] == 3 else p
+        s = self.scale
+        return np.stack([self.width / 2.0 + q[..., 0] * s, self.height / 2.0 - q[..., 1] * s], axis=-1)
+
+    def ray(self, pixel: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The line of sight through ``pixel``: a point on it and its unit direction."""
+        q = np.asarray(pixel, dtype=float)
+        x, y = (q[0] - self.width / 2.0) / self.scale, (self.height / 2.0 - q[1]) / self.scale
+        if self.orthographic:
+            return self.eye + x * self.right + y * self.up, self.forward
+        return self.eye, _unit(self.forward + (x * self.right + y * self.up) / self.distance)
+
+    def to_world(self, pixel: Any, through: Any = None) -> np.ndarray:
+        """The point under ``pixel`` on the plane facing the camera through ``through``
+        (default the target): where a drag in the screen's plane moves a grabbed point."""
+        through = self.target if through is None else _validate.vector("through", through, 3)
+        origin, direction = self.ray(pixel)
+        t = float((through - origin) @ self.forward) / float(direction @ self.forward)
+        out: np.ndarray = origin + t * direction
+        return out
+
+
+def bounds(world: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The box holding the world's particles and bounded colliders (planes left out)."""
+    dim = world.dim
+    pts = [world.positions]
+    C = world.store.colliders
+    bound = C.view("bound")
+    finite = np.isfinite(bound)
+    if finite.any():
+        c, r = C.view("center")[finite], bound[finite, None]
+        pts += [c - r, c + r]
+    allp = np.concatenate(pts) if sum(len(p) for p in pts) else np.zeros((1, dim))
+    return allp.min(axis=0), allp.max(axis=0)
+
+
+def pick(world: Any, camera: Any, pixel: Any, max_pixels: float = 40.0, movable: bool = True) -> int | None:
+    """The particle entity under ``pixel``: of the particles within ``max_pixels`` of it on the
+    screen, the nearest the camera among those about as near the pointer as the nearest
+    (within 6 pixels of it, or over their own drawn radius); None if there is none.
+    ``movable`` skips immovable particles. Works with a 2D ``Camera`` too."""
+    P = world.store.particles
+    if not P.n:
+        return None
+    pos = world.positions
+    at = camera.to_screen(pos)
+    off = np.linalg.norm(at - np.asarray(pixel, dtype=float), axis=1)
+    off = np.where(np.isfinite(off), off, np.inf)
+    if movable:
+        off = np.where(P.view("inv_mass") > 0.0, off, np.inf)
+    best = float(off.min())
+    if not best <= max_pixels:
+        return None
+    near = off <= max(best + 6.0, min(max_pixels, 8.0))
+    if world.dim == 3:
+        depth = np.where(near, camera.depth(pos), np.inf)
+        i = int(np.argmin(depth))
+    else:
+        i = int(np.argmin(off))
+    return int(P.view("entity")[i])
+
+
+# -- the 3D draw ----------------------------------------------------------------------------
+
+
+class _Items:
+    """Polygons in the image plane with a depth and colours, gathered then sorted."""
+
+    def __init__(self) -> None:
+        self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, corners: np.ndarray, depth: np.ndarray, fill: np.ndarray,
+            edge: np.ndarray | None = None) -> None:
+        """``corners`` (k, m, 2) image-plane polygons of m corners each, ``depth`` (k,),
+        ``fill`` (k, 4) RGBA (``edge`` default: the fill)."""
+        keep = np.isfinite(corners).all(axis=(1, 2)) & np.isfinite(depth)
+        if keep.any():
+            fill = fill[keep]
+            self.groups.append((corners[keep], depth[keep], fill, fill if edge is None else edge[keep]))
+
+    def emit(self, drawer: Any) -> None:
+        if not self.groups:
+            return
+        sizes = np.concatenate([np.full(len(g[0]), g[0].shape[1]) for g in self.groups])
+        depth = np.concatenate([g[1] for g in self.groups])
+        fill = np.concatenate([g[2] for g in self.groups])
+        edge = np.concatenate([g[3] for g in self.groups])
+        flat = [g[0].reshape(len(g[0]), -1) for g in self.groups]
+        order = np.argsort(-depth, kind="stable")  # far first
+        offsets = np.concatenate([[0], np.cumsum(sizes[order])])
+        # corners of every polygon in the sorted order, from each group's flat rows
+        start = np.concatenate([[0], np.cumsum([len(f) for f in flat])])
+        points = np.empty((int(offsets[-1]), 2))
+        for g, f in enumerate(flat):
+            rows = np.flatnonzero((order >= start[g]) & (order < start[g + 1]))
+            if len(rows):
+                m = f.shape[1] // 2
+                at = offsets[rows][:, None] + np.arange(m)
+                points[at.reshape(-1)] = f[order[rows] - start[g]].reshape(-1, 2)
+        _call(drawer, "polygons", offsets, points, fill[order], edge[order])
+
+
+def _call(drawer: Any, name: str, *args: Any) -> None:
+    method = getattr(drawer, name, None)
+    if method is not None:
+        method(*args)
+
+
+def _shade(rgb: Any, normals: np.ndarray, alpha: int = 255) -> np.ndarray:
+    """(k, 4) RGBA: ``rgb`` lit by LIGHT on faces of unit ``normals`` (k, 3)."""
+    t = AMBIENT + (1.0 - AMBIENT) * np.clip(normals @ LIGHT, 0.0, 1.0)
+    base = np.broadcast_to(np.asarray(rgb, dtype=float)[..., :3], (len(normals), 3))
+    out = np.empty((len(normals), 4), dtype=np.uint8)
+    out[:, :3] = np.clip(np.round(base * t[:, None]), 0, 255)
+    out[:, 3] = alpha
+    return out
+
+
+def _faces(items: _Items, camera: Camera3D, tris: np.ndarray, rgb: Any, two_sided: bool,
+           alpha: int = 255) -> None:
+    """World triangles (k, 3, 3), counter-clockwise from outside, shaded and culled."""
+    if not len(tris):
+        return
+    n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    length = np.linalg.norm(n, axis=1)
+    ok = length > 0.0
+    tris, n = tris[ok], n[ok] / length[ok, None]
+    centre = tris.mean(axis=1)
+    sight = centre - camera.eye if not camera.orthographic else np.broadcast_to(camera.forward, centre.shape)
+    facing = (n * sight).sum(axis=1) < 0.0
+    if two_sided:
+        n = np.where(facing[:, None], n, -n)
+    else:
+        tris, n, centre = tris[facing], n[facing], centre[facing]
+    depth = camera.depth(centre)
+    near = camera.depth(tris).min(axis=1) >= camera.near
+    colour = _shade(rgb, n[near], alpha)
+    items.add(camera.project(tris[near]), depth[near], colour)
+
+
+def _bands(items: _Items, camera: Camera3D, a: np.ndarray, b: np.ndarray, colours: np.ndarray,
+           width: np.ndarray, bias: float = 0.0) -> None:
+    """Segments a -> b as bands ``width`` image-plane metres across, facing the camera."""
+    pa, pb = camera.project(a), camera.project(b)
+    d = pb - pa
+    length = np.linalg.norm(d, axis=1, keepdims=True)
+    side = np.stack([-d[:, 1], d[:, 0]], axis=1) / np.where(length > 0, length, 1.0)
+    side = np.where(length > 0, side, np.array([0.0, 1.0])) * (width[:, None] / 2.0)
+    quads = np.stack([pa - side, pb - side, pb + side, pa + side], axis=1)
+    items.add(quads, camera.depth(0.5 * (a + b)) - bias, colours)
+
+
+def _dots(items: _Items, camera: Camera3D, centres: np.ndarray, radii: np.ndarray, colours: np.ndarray,
+          bias: float = 0.0) -> None:
+    """Discs of world ``radii`` (at least DOT_PIXELS across on screen) as octagons."""
+    q = camera.project(centres)
+    depth = camera.depth(centres)
+    grow = camera.distance / np.maximum(depth, camera.near) if not camera.orthographic else 1.0
+    r = np.maximum(radii * grow, DOT_PIXELS / camera.scale)
+    items.add(q[:, None, :] + r[:, None, None] * _OCTAGON[None], depth - bias, colours)
+
+
+def _rgba(color: Any, n: int) -> np.ndarray:
+    return np.tile(np.array(color, dtype=np.uint8), (n, 1))
+
+
+def body_color(world: Any, entity: int, row: int) -> tuple[int, int, int, int]:
+    """A body's colour: its own (``body.color``) or the palette's by its row."""
+    own = world.body(entity).color
+    return own if own is not None else (*PALETTE[row % len(PALETTE)], 255)
+
+
+def _bodies(world: Any, camera: Camera3D, items: _Items) -> None:
+    from pysoft.features.bodies import CLOSED
+
+    B = world.store.bodies
+    pos = world.positions
+    flat = world.store.body_outlines.arrays["rows"]
+    members = world.store.body_members.arrays["rows"]
+    radius = world.store.particles.view("radius")
+    entities = B.view("entity").tolist()
+    for row, entity in enumerate(entities):
+        colour = body_color(world, entity, row)
+        body = world.body(entity)
+        start, count = int(B.view("outline_start")[row]), int(B.view("outline_count")[row])
+        closed = bool(B.view("flags")[row] & CLOSED)
+        if count >= 3:
+            try:
+                x, faces = body.render_mesh()
+                tris = x[faces]
+            except ValueError:
+                tris = pos[flat[start:start + count].astype(np.int64)].reshape(-1, 3, 3)
+            _faces(items, camera, tris, colour, two_sided=not closed, alpha=colour[3])
+            continue
+        ms, mc = int(B.view("member_start")[row]), int(B.view("member_count")[row])
+        chain = members[ms:ms + mc].astype(np.int64)  # a rope: its members in order
+        if len(chain) >= 2:
+            w = np.maximum(2.0 * np.maximum(radius[chain[:-1]], radius[chain[1:]]), ROPE_WIDTH)
+            _bands(items, camera, pos[chain[:-1]], pos[chain[1:]], _rgba(colour, len(chain) - 1), w)
+
+
+def _box_mesh(half: np.ndarray) -> np.ndarray:
+    """A box's 12 triangles (local, counter-clockwise from outside)."""
+    corners = np.array([[x, y, z] for z in (-1, 1) for y in (-1, 1) for x in (-1, 1)], dtype=float) * half
+    quads = np.array([[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]])
+    tris = np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]])
+    out: np.ndarray = corners[tris]
+    return out
+
+
+def _capsule_mesh(a: np.ndarray, b: np.ndarray, radius: float, rings: int = 8, sides: int = 16) -> np.ndarray:
+    """Triangles of the points within ``radius`` of segment a-b (a sphere when a == b)."""
+    axis = b - a
+    length = float(np.linalg.norm(axis))
+    w = axis / length if length > 0 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(w, [1.0, 0.0, 0.0] if abs(w[0]) < 0.9 else [0.0, 0.0, 1.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(w, u)
+    lat = np.linspace(-np.pi / 2, np.pi / 2, 2 * rings + 1)
+    lon = np.linspace(0.0, 2 * np.pi, sides + 1)[:-1]
+    # rings from the a end's pole to the b end's; the equator doubled, one copy at each end
+    lat = np.concatenate([lat[:rings + 1], lat[rings:]])
+    end = np.concatenate([np.zeros(rings + 1), np.ones(rings + 1)])
+    ring = (np.cos(lat)[:, None, None] * (np.cos(lon)[None, :, None] * u + np.sin(lon)[None, :, None] * v)
+            + np.sin(lat)[:, None, None] * w) * radius
+    pts = ring + a + end[:, None, None] * axis
+    k = len(lat)
+    i, j = np.meshgrid(np.arange(k - 1), np.arange(sides), indexing="ij")
+    j1 = (j + 1) % sides
+    p00, p01, p10, p11 = pts[i, j], pts[i, j1], pts[i + 1, j], pts[i + 1, j1]
+    tris = np.concatenate([np.stack([p00, p01, p11], -2).reshape(-1, 3, 3),
+                           np.stack([p00, p11, p10], -2).reshape(-1, 3, 3)])
+    return tris
+
+
+def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
+    """Each plane whose free side holds the eye as a chequered patch around what the world
+    holds, cut by the other planes, drawn behind everything (a plane cannot hide what is on
+    its free side from an eye on that side)."""
+    C = world.store.colliders
+    planes: list[tuple[np.ndarray, float]] = []
+    for row, entity in enumerate(C.view("entity").tolist()):
+        geo = world.collider(int(entity)).geometry
+        if geo.kind == 0 and len(geo.face_offset) == 1 and geo.cap_a is None:
+            n = C.view("rotation")[row] @ geo.face_normal[0]
+            planes.append((n, float(geo.face_offset[0] + n @ C.view("center")[row])))
+    if not planes:
+        return
+    lo, hi = bounds(world)
+    centre = 0.5 * (lo + hi)
+    half = max(0.75 * float(np.linalg.norm(hi - lo)), 1.0)
+    step = 2.0 ** round(math.log2(half / 5.0))  # tiles of a power-of-two size: steady as bodies move
+    reach = math.ceil(half / step)
+    for k, (n, offset) in enumerate(planes):
+        if float(n @ camera.eye) < offset:  # the eye is in its solid side
+            continue
+        u = np.cross(n, [0.0, 0.0, 1.0] if abs(n[2]) < 0.9 else [1.0, 0.0, 0.0])
+        u /= np.linalg.norm(u)
+        v = np.cross(n, u)
+        p0 = offset * n  # tiles on a grid fixed in the plane, around the world's centre
+        ci, cj = (math.floor(float((centre - p0) @ axis) / step) for axis in (u, v))
+        for i in range(ci - reach, ci + reach + 1):
+            for j in range(cj - reach, cj + reach + 1):
+                poly = np.array([p0 + (i + di) * step * u + (j + dj) * step * v
+                                 for di, dj in ((0, 0), (1, 0), (1, 1), (0, 1))])
+                for m, (n2, o2) in enumerate(planes):
+                    if m != k and len(poly) >= 3:
+                        poly = _clip(poly, n2, o2)
+                d = camera.depth(poly) if len(poly) >= 3 else np.zeros(0)
+                if len(poly) < 3 or (d < camera.near).any():
+                    continue
+                # behind everything: a depth beyond all else, farther tiles first
+                items.add(camera.project(poly)[None], np.array([1e12 + float(d.mean())]),
+                          _rgba((*TILES[(i + j) % 2], 255), 1))
+
+
+def _clip(poly: np.ndarray, n: np.ndarray, offset: float) -> np.ndarray:
+    """The part of convex polygon ``poly`` on the free side of plane (n, offset)."""
+    s = poly @ n - offset
+    out = []
+    for i in range(len(poly)):
+        j = (i + 1) % len(poly)
+        if s[i] >= 0:
+            out.append(poly[i])
+        if (s[i] >= 0) != (s[j] >= 0):
+            out.append(poly[i] + (poly[j] - poly[i]) * (s[i] / (s[i] - s[j])))
+    return np.array(out) if out else np.zeros((0, 3))
+
+
+def _colliders(world: Any, camera: Camera3D, items: _Items) -> None:
+    _plane_patches(world, camera, items)
+    C = world.store.colliders
+    for row, entity in enumerate(C.view("entity").tolist()):
+        geo = world.collider(int(entity)).geometry
+        center, rot = C.view("center")[row], C.view("rotation")[row]
+        if geo.cap_a is not None:
+            a, b = C.view("cap_a")[row] @ rot.T + center, C.view("cap_b")[row] @ rot.T + center
+            tris = _capsule_mesh(a, b, float(C.view("cap_radius")[row]))
+        elif len(geo.face_offset) == 6:  # a box
+            tris = _box_mesh(np.asarray(geo.face_offset[:3])) @ rot.T + center
+        else:
+            continue
+        _faces(items, camera, tris, COLLIDER, two_sided=False)
+
+
+def debug_draw(world: Any, drawer: Any, flags: int, camera: Any = None) -> None:
+    """The 3D draw (see the module's docstring); ``camera`` a ``Camera3D``, default the
+    drawer's own (``drawer.camera``)."""
+    from pysoft.draw import CONTACT, PARTICLE, SPRING, TEXT, DrawFlags, strain_colors
+
+    camera = camera if camera is not None else getattr(drawer, "camera", None)
+    if not isinstance(camera, Camera3D):
+        raise ValueError("camera: a 3D world is drawn through a pysoft.draw.Camera3D; give the drawer "
+                         f"one or pass camera=, got {type(camera).__name__}")
+    flags = DrawFlags(flags)
+    pos = world.positions
+    items = _Items()
+    bias = 1e-3 * camera.distance  # lines and dots on a surface show in front of it
+    if DrawFlags.COLLIDERS in flags:
+        _colliders(world, camera, items)
+    if DrawFlags.OUTLINES in flags and world.store.bodies.n:
+        _bodies(world, camera, items)
+    if DrawFlags.SPRINGS in flags and world.store.springs.n:
+        pairs = world.spring_pairs()
+        colours = (strain_colors(world.spring_strain()) if DrawFlags.STRAIN in flags
+                   else _rgba(SPRING, len(pairs)))
+        _bands(items, camera, pos[pairs[:, 0]], pos[pairs[:, 1]], colours,
+               np.full(len(pairs), SPRING_PIXELS / camera.scale), bias)
+    if DrawFlags.PARTICLES in flags and len(pos):
+        radii = np.maximum(world.store.particles.view("radius"), 0.0)
+        _dots(items, camera, pos, radii, _rgba(PARTICLE, len(pos)), 2.0 * bias)
+    items.emit(drawer)
+    if DrawFlags.CONTACTS in flags:
+        c = world.contacts
+        if len(c.particles):
+            at = pos[world.store.particles.rows(c.particles)]
+            o = camera.project(at)
+            _call(drawer, "arrows", o, camera.project(at + 0.1 * c.normals) - o, _rgba(CONTACT, len(at)))
+    if DrawFlags.TEXT in flags:
+        corner = np.array([-camera.width / 2.0 + 4.0, camera.height / 2.0 - 4.0]) / camera.scale
+        _call(drawer, "text", corner,
+              f"t {world.time:.2f} s  particles {world.store.particles.n}  springs {world.store.springs.n}"
+              f"  bodies {world.store.bodies.n}", TEXT)
