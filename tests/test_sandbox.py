@@ -111,7 +111,8 @@ def test_one_registry_names_the_scenes_of_render_and_sandbox() -> None:
     from pysoft.__main__ import RENDER_SCENES
 
     assert tuple(scenes.SHOWCASE) == RENDER_SCENES
-    assert {"demo", "course", "planets", "bridge", "balls", "cloth", "pile", "boxes"} <= set(RENDER_SCENES)
+    assert {"demo", "course", "planets", "bridge", "balls", "cloth", "pile", "boxes", "jelly3d",
+            "drape3d"} <= set(RENDER_SCENES)
     assert all(maker.__doc__ for maker in scenes.SHOWCASE.values())
     with pytest.raises(SystemExit):
         main(["sandbox", "--scene", "no-such-scene", "--frames", "1"])
@@ -128,9 +129,14 @@ def test_every_scene_runs_in_the_sandbox(scene: str) -> None:
 
 
 def _view(world: object, size: tuple[int, int] = (960, 640)) -> tuple[np.ndarray, np.ndarray]:
-    """The world rectangle the sandbox's window shows at the start."""
+    """The world rectangle the sandbox's window shows at the start (3D: the box its camera was
+    fitted to, grown by half its size each way)."""
     from pysoft.draw import Camera
+    from pysoft.draw.view3d import bounds
 
+    if world.dim == 3:  # type: ignore[attr-defined]
+        lo, hi = bounds(world)
+        return lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo)
     camera = Camera(*size)
     camera.fit_world(world, margin=0.1)
     corners = camera.to_world(np.array([[0.0, size[1]], [size[0], 0.0]]))

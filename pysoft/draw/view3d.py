@@ -172,8 +172,10 @@ class Camera3D:
     def view(self, points: Any) -> np.ndarray:
         """World points (..., 3) in camera coordinates (..., 3): right, up, depth (m along
         the view direction from the eye)."""
-        p = np.asarray(points, dtype=float) - self.eye
-        return np.stack([p @ self.right, p @ self.up, p @ self.forward], axis=-1)
+        f, r = self.forward, self.right
+        basis = np.stack([r, np.cross(r, f), f], axis=1)
+        out: np.ndarray = (np.asarray(points, dtype=float) - (self.target - self.distance * f)) @ basis
+        return out
 
     def depth(self, points: Any) -> np.ndarray:
         """Distance of world points (..., 3) in front of the eye along the view direction (m)."""
@@ -429,8 +431,8 @@ def _capsule_mesh(a: np.ndarray, b: np.ndarray, radius: float, rings: int = 8, s
 
 
 def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
-    """Each plane whose free side holds the eye as a chequered patch around what the world
-    holds, cut by the other planes, drawn behind everything (a plane cannot hide what is on
+    """Each plane whose free side holds the eye as a chequered patch around the camera's
+    target, cut by the other planes, drawn behind everything (a plane cannot hide what is on
     its free side from an eye on that side)."""
     C = world.store.colliders
     planes: list[tuple[np.ndarray, float]] = []
@@ -441,10 +443,11 @@ def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
             planes.append((n, float(geo.face_offset[0] + n @ C.view("center")[row])))
     if not planes:
         return
-    lo, hi = bounds(world)
-    centre = 0.5 * (lo + hi)
-    half = max(0.75 * float(np.linalg.norm(hi - lo)), 1.0)
-    step = 2.0 ** round(math.log2(half / 5.0))  # tiles of a power-of-two size: steady as bodies move
+    # the patch: within a cube about the target a little larger than the view, so it stays put
+    # while the camera does, on a grid of power-of-two tiles (steady as the camera zooms)
+    centre = camera.target
+    half = 1.25 * max(camera.width, camera.height) / 2.0 / camera.scale
+    step = 2.0 ** round(math.log2(half / 5.0))
     reach = math.ceil(half / step)
     for k, (n, offset) in enumerate(planes):
         if float(n @ camera.eye) < offset:  # the eye is in its solid side
@@ -452,21 +455,38 @@ def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
         u = np.cross(n, [0.0, 0.0, 1.0] if abs(n[2]) < 0.9 else [1.0, 0.0, 0.0])
         u /= np.linalg.norm(u)
         v = np.cross(n, u)
-        p0 = offset * n  # tiles on a grid fixed in the plane, around the world's centre
+        p0 = offset * n  # tiles on a grid fixed in the plane, around the camera's target
         ci, cj = (math.floor(float((centre - p0) @ axis) / step) for axis in (u, v))
-        for i in range(ci - reach, ci + reach + 1):
-            for j in range(cj - reach, cj + reach + 1):
-                poly = np.array([p0 + (i + di) * step * u + (j + dj) * step * v
-                                 for di, dj in ((0, 0), (1, 0), (1, 1), (0, 1))])
-                for m, (n2, o2) in enumerate(planes):
-                    if m != k and len(poly) >= 3:
-                        poly = _clip(poly, n2, o2)
-                d = camera.depth(poly) if len(poly) >= 3 else np.zeros(0)
-                if len(poly) < 3 or (d < camera.near).any():
-                    continue
-                # behind everything: a depth beyond all else, farther tiles first
-                items.add(camera.project(poly)[None], np.array([1e12 + float(d.mean())]),
-                          _rgba((*TILES[(i + j) % 2], 255), 1))
+        i, j = (g.ravel() for g in np.meshgrid(np.arange(ci - reach, ci + reach + 1),
+                                               np.arange(cj - reach, cj + reach + 1), indexing="ij"))
+        corner = np.array([(0, 0), (1, 0), (1, 1), (0, 1)], dtype=float)
+        quads = (p0 + ((i[:, None] + corner[None, :, 0]) * step)[..., None] * u
+                 + ((j[:, None] + corner[None, :, 1]) * step)[..., None] * v)  # (k, 4, 3)
+        cuts = [(n2, o2) for m, (n2, o2) in enumerate(planes) if m != k]
+        side = np.stack([quads @ n2 - o2 for n2, o2 in cuts], axis=0) if cuts else None  # (cuts, k, 4)
+        inside = (side >= 0.0).all(axis=(0, 2)) if cuts else np.ones(len(quads), dtype=bool)
+        outside = (side < 0.0).all(axis=2).any(axis=0) if cuts else ~inside
+        whole = quads[inside]
+        cut = []
+        for q in quads[~inside & ~outside]:  # the tiles a boundary crosses: cut them
+            for n2, o2 in cuts:
+                q = _clip(q, n2, o2)
+                if len(q) < 3:
+                    break
+            cut.append(q)
+        parts = [q for q in cut if len(q) >= 3]
+        rgb = np.array(TILES)[(i + j) % 2]
+        polys = [(whole, rgb[inside])]
+        if parts:  # one batch: each cut tile padded to the most corners by repeating its last
+            most = max(len(q) for q in parts)
+            padded = np.stack([np.concatenate([q, np.repeat(q[-1:], most - len(q), axis=0)]) for q in parts])
+            polys.append((padded, rgb[~inside & ~outside][[len(q) >= 3 for q in cut]]))
+        for poly, colour in polys:
+            d = camera.depth(poly)
+            ok = (d >= camera.near).all(axis=1)
+            if ok.any():  # behind everything: a depth beyond all else, farther tiles first
+                fill = np.concatenate([colour[ok], np.full((int(ok.sum()), 1), 255)], axis=1)
+                items.add(camera.project(poly[ok]), 1e12 + d[ok].mean(axis=1), fill.astype(np.uint8))
 
 
 def _clip(poly: np.ndarray, n: np.ndarray, offset: float) -> np.ndarray:
