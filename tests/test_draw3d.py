@@ -229,3 +229,16 @@ def test_the_render_command_draws_3d_scenes(tmp_path: pathlib.Path) -> None:
                  "--size", "160x120"]) == 0
     frames = Image.open(gif)
     assert frames.n_frames == 3 and frames.size == (160, 120)
+
+
+def test_matplotlib_draws_the_3d_view_headless(tmp_path: pathlib.Path) -> None:
+    from pysoft.draw import matplotlib as pmpl
+
+    w = _world()
+    _cube(w, (0.0, 0.0, 0.0), RED, size=1.0)
+    out = tmp_path / "cube.png"
+    ax = pmpl.save(w, str(out), camera=_front(300, 200), size=(3, 2), dpi=100)
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    x, y = ax.transData.transform((0.0, 0.0))  # the image plane's origin: the cube's centre
+    assert _mask(img, RED)[img.shape[0] - round(y), round(x)]
+    assert not _mask(img, RED)[2, 2]

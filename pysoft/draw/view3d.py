@@ -54,6 +54,20 @@ class Camera3D:
 
     ``to_screen`` maps world points (..., 3) to pixels (and image-plane points (..., 2),
     which the 3D draw hands to drawers); ``scale`` is pixels per metre at the target.
+
+    >>> import pysoft
+    >>> from pysoft.draw import Camera3D
+    >>> from pysoft.draw.image import frame
+    >>> w = pysoft.World(dim=3)
+    >>> cube = pysoft.build.cube(w, center=(0.0, 0.5, 0.0), size=0.5)
+    >>> camera = Camera3D(320, 240, yaw=0.6, pitch=0.4)  # from the front, right and above
+    >>> camera.fit_world(w, margin=0.2)
+    >>> camera.to_screen((0.0, 0.5, 0.0)).round(6).tolist()  # the box's centre: the screen's
+    [160.0, 120.0]
+    >>> camera.orbit(0.3)  # a little further round (radians)
+    >>> camera.zoom(1.5)  # closer
+    >>> frame(w, camera).size  # a Pillow image, the cube shaded and in front
+    (320, 240)
     """
 
     def __init__(self, width: int, height: int, target: Any = (0.0, 0.0, 0.0), distance: float = 5.0,
@@ -463,9 +477,9 @@ def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
         quads = (p0 + ((i[:, None] + corner[None, :, 0]) * step)[..., None] * u
                  + ((j[:, None] + corner[None, :, 1]) * step)[..., None] * v)  # (k, 4, 3)
         cuts = [(n2, o2) for m, (n2, o2) in enumerate(planes) if m != k]
-        side = np.stack([quads @ n2 - o2 for n2, o2 in cuts], axis=0) if cuts else None  # (cuts, k, 4)
-        inside = (side >= 0.0).all(axis=(0, 2)) if cuts else np.ones(len(quads), dtype=bool)
-        outside = (side < 0.0).all(axis=2).any(axis=0) if cuts else ~inside
+        side = np.stack([quads @ n2 - o2 for n2, o2 in cuts] or [np.ones(quads.shape[:2])])  # (cuts, k, 4)
+        inside = np.asarray((side >= 0.0).all(axis=(0, 2)))
+        outside = np.asarray((side < 0.0).all(axis=2).any(axis=0))
         whole = quads[inside]
         cut = []
         for q in quads[~inside & ~outside]:  # the tiles a boundary crosses: cut them
