@@ -242,3 +242,22 @@ def test_matplotlib_draws_the_3d_view_headless(tmp_path: pathlib.Path) -> None:
     x, y = ax.transData.transform((0.0, 0.0))  # the image plane's origin: the cube's centre
     assert _mask(img, RED)[img.shape[0] - round(y), round(x)]
     assert not _mask(img, RED)[2, 2]
+
+
+def test_contacts_and_the_gas_push_are_arrows() -> None:
+    w = pysoft.World(dim=3)
+    w.add_collider(pysoft.Plane((0.0, 1.0, 0.0), 0.0))
+    ball = build.ball(w, center=(0.0, 0.3, 0.0), radius=0.3, subdivisions=1)
+    for _ in range(30):
+        w.step()
+    rec = Recorder(Camera3D(320, 240))
+    w.debug_draw(rec, DrawFlags.CONTACTS)
+    (origins, vectors, _), = rec.calls["arrows"]
+    assert len(origins) == len(w.contacts.particles) > 0
+    assert (vectors[:, 1] > 0).all()  # the floor pushes up: up the screen
+    rec = Recorder(Camera3D(320, 240))
+    w.debug_draw(rec, DrawFlags.PRESSURE)
+    (origins, vectors, _), = rec.calls["arrows"]
+    assert len(origins) == len(w.body(ball).surface)  # one a surface triangle
+    centre = Camera3D(320, 240).project(w.positions.mean(axis=0))
+    assert ((origins - centre) * vectors).sum(axis=1).mean() > 0  # outward, mostly

@@ -86,6 +86,8 @@ class Camera3D:
             raise ValueError(f"fov must be in [1, 170] degrees, got {fov!r}")
         self._ortho_scale = self._perspective_scale() if scale is None else _validate.positive("scale", scale)
         self.orthographic = bool(orthographic)
+        # the box ``fit`` was given (planes are drawn as patches over it), or None
+        self.extent: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- the view ------------------------------------------------------------------------
 
@@ -165,16 +167,26 @@ class Camera3D:
         self.target = self.target - d[0] * self.right + d[1] * self.up
 
     def fit(self, lo: Any, hi: Any, margin: float = 0.05) -> None:
-        """Look at the centre of the box ``lo``..``hi`` from the present direction, near
-        enough that the box's bounding sphere fills the screen less ``margin`` of it."""
+        """Look at the centre of the box ``lo``..``hi`` from the present direction, as near
+        (perspective) or as magnified (orthographic) as keeps its eight corners on the
+        screen less ``margin`` of it at each side."""
         lo, hi = _validate.vector("lo", lo, 3), _validate.vector("hi", hi, 3)
-        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6)
+        if not ((hi >= lo).all() and 0.0 <= margin < 0.5):
+            raise ValueError(f"lo must be <= hi and margin in [0, 0.5), got {lo}, {hi}, {margin!r}")
         self.target = 0.5 * (lo + hi)
-        fill = 1.0 - 2.0 * margin
-        half = math.radians(self.fov) / 2.0  # the narrower of the two half-angles
-        half = min(half, math.atan(math.tan(half) * self.width / self.height))
-        self.distance = radius / math.sin(half) / fill
-        self._ortho_scale = min(self.width, self.height) / 2.0 / radius * fill
+        self.extent = (lo, hi)
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                            for z in (lo[2], hi[2])])
+        f, r = self.forward, self.right
+        rel = corners - self.target
+        x, y, z = np.abs(rel @ r), np.abs(rel @ np.cross(r, f)), rel @ f  # z: beyond the target
+        room = np.array([self.width, self.height]) / 2.0 * (1.0 - 2.0 * margin)  # pixels
+        tiny = 1e-6 * max(float(np.max(hi - lo)), 1e-6)
+        self._ortho_scale = min(room[0] / max(float(x.max()), tiny), room[1] / max(float(y.max()), tiny))
+        focal = self.height / 2.0 / math.tan(math.radians(self.fov) / 2.0)  # pixels at 1 m depth per m
+        # a corner at depth d + z shows |x| focal / (d + z) pixels off the centre: at most room
+        need = max(float((x * focal / room[0] - z).max()), float((y * focal / room[1] - z).max()))
+        self.distance = max(need, float((-z).max()) + tiny, tiny)
 
     def fit_world(self, world: Any, margin: float = 0.05) -> None:
         """Fit the world's particles and bounded colliders (planes are unbounded: left out)."""
@@ -457,10 +469,20 @@ def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
             planes.append((n, float(geo.face_offset[0] + n @ C.view("center")[row])))
     if not planes:
         return
-    # the patch: within a cube about the target a little larger than the view, so it stays put
-    # while the camera does, on a grid of power-of-two tiles (steady as the camera zooms)
-    centre = camera.target
-    half = 1.25 * max(camera.width, camera.height) / 2.0 / camera.scale
+    # the patch: within the box the camera was fitted to, grown by a quarter of its size (or
+    # a cube about the target a little larger than the view), so it stays put while the
+    # camera does, on a grid of power-of-two tiles (steady as the camera zooms)
+    if camera.extent is not None:
+        lo, hi = camera.extent
+        grow = max(0.25 * float(np.max(hi - lo)), 0.5)
+        lo, hi = lo - grow, hi + grow
+        centre, half = 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
+    else:
+        centre = camera.target
+        half = 1.25 * max(camera.width, camera.height) / 2.0 / camera.scale
+        lo, hi = centre - half, centre + half
+    box = [(axis, float(axis @ (lo if axis.sum() > 0 else hi)))  # the box's inside: free sides
+           for axis in np.concatenate([np.eye(3), -np.eye(3)])]
     step = 2.0 ** round(math.log2(half / 5.0))
     reach = math.ceil(half / step)
     for k, (n, offset) in enumerate(planes):
@@ -477,6 +499,7 @@ def _plane_patches(world: Any, camera: Camera3D, items: _Items) -> None:
         quads = (p0 + ((i[:, None] + corner[None, :, 0]) * step)[..., None] * u
                  + ((j[:, None] + corner[None, :, 1]) * step)[..., None] * v)  # (k, 4, 3)
         cuts = [(n2, o2) for m, (n2, o2) in enumerate(planes) if m != k]
+        cuts += [(a, o) for a, o in box if abs(float(a @ n)) < 0.999]  # (not the box's face along it)
         side = np.stack([quads @ n2 - o2 for n2, o2 in cuts] or [np.ones(quads.shape[:2])])  # (cuts, k, 4)
         inside = np.asarray((side >= 0.0).all(axis=(0, 2)))
         outside = np.asarray((side < 0.0).all(axis=2).any(axis=0))
@@ -532,6 +555,37 @@ def _colliders(world: Any, camera: Camera3D, items: _Items) -> None:
         _faces(items, camera, tris, COLLIDER, two_sided=False)
 
 
+def _arrows(drawer: Any, camera: Camera3D, origins: np.ndarray, vectors: np.ndarray,
+            colours: np.ndarray) -> None:
+    """World arrows as image-plane arrows (those that start behind the eye left out)."""
+    o, tip = camera.project(origins), camera.project(origins + vectors)
+    ok = np.isfinite(o).all(axis=1) & np.isfinite(tip).all(axis=1)
+    if ok.any():
+        _call(drawer, "arrows", o[ok], (tip - o)[ok], colours[ok])
+
+
+def _pressure(world: Any, drawer: Any, camera: Camera3D) -> None:
+    """Arrows of the gas's push on each surface triangle of a gas body, from its centroid
+    along its outward normal, 0.1 m per newton (the force: pressure x the triangle's area)."""
+    from pysoft.draw import PRESSURE_ARROW
+    from pysoft.shapes import enclosed_volume
+
+    B = world.store.bodies
+    flat = world.store.body_outlines.arrays["rows"]
+    origins, vectors = [], []
+    for row in np.flatnonzero(B.view("pressure_count") > 0).tolist():
+        start, count = int(B.view("outline_start")[row]), int(B.view("outline_count")[row])
+        tris = world.positions[flat[start:start + count].astype(np.int64)].reshape(-1, 3, 3)
+        amount, floor = float(B.view("amount")[row]), float(B.view("min_area")[row])
+        push = amount / max(enclosed_volume(tris), floor) if amount else 0.0
+        area_normals = 0.5 * np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+        origins.append(tris.mean(axis=1))
+        vectors.append(push * area_normals * 0.1)
+    if origins:
+        o = np.concatenate(origins)
+        _arrows(drawer, camera, o, np.concatenate(vectors), _rgba(PRESSURE_ARROW, len(o)))
+
+
 def debug_draw(world: Any, drawer: Any, flags: int, camera: Any = None) -> None:
     """The 3D draw (see the module's docstring); ``camera`` a ``Camera3D``, default the
     drawer's own (``drawer.camera``)."""
@@ -559,12 +613,14 @@ def debug_draw(world: Any, drawer: Any, flags: int, camera: Any = None) -> None:
         radii = np.maximum(world.store.particles.view("radius"), 0.0)
         _dots(items, camera, pos, radii, _rgba(PARTICLE, len(pos)), 2.0 * bias)
     items.emit(drawer)
-    if DrawFlags.CONTACTS in flags:
-        c = world.contacts
-        if len(c.particles):
-            at = pos[world.store.particles.rows(c.particles)]
-            o = camera.project(at)
-            _call(drawer, "arrows", o, camera.project(at + 0.1 * c.normals) - o, _rgba(CONTACT, len(at)))
+    if DrawFlags.CONTACTS in flags:  # collider contacts at their particles, body contacts at their points
+        c, b = world.contacts, world.body_contacts
+        at = np.concatenate([pos[world.store.particles.rows(c.particles)], b.points])
+        normals = np.concatenate([c.normals, b.normals])
+        if len(at):
+            _arrows(drawer, camera, at, 0.1 * normals, _rgba(CONTACT, len(at)))
+    if DrawFlags.PRESSURE in flags:
+        _pressure(world, drawer, camera)
     if DrawFlags.TEXT in flags:
         corner = np.array([-camera.width / 2.0 + 4.0, camera.height / 2.0 - 4.0]) / camera.scale
         _call(drawer, "text", corner,
