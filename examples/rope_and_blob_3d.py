@@ -24,8 +24,7 @@ def main(seconds: float = 3.0, out: str | None = None) -> tuple[float, float]:
                       particle_radius=0.03)
     blob = build.blob(world, center=(0.8, 1.5, 0.0), radius=0.35, segments=24)
     camera = Camera3D(640, 400, yaw=0.35, pitch=0.3)
-    camera.fit((-1.6, 0.0, -0.3), (1.2, 2.6, 0.3), margin=0.0)  # the rope's swing and the blob's bounce
-    camera.zoom(1.3)
+    camera.fit((-1.6, 0.0, -0.3), (1.2, 2.6, 0.3), margin=0.03)  # the rope's swing, the blob's bounce
     for _ in range(round(seconds / world.dt)):
         world.step()
     tip = world.positions[world.row(world.body(rope).particles[-1]), 1]
