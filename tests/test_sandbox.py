@@ -132,7 +132,7 @@ def _view(world: object, size: tuple[int, int] = (960, 640)) -> tuple[np.ndarray
     """The world rectangle the sandbox's window shows at the start (3D: the box its camera was
     fitted to, grown by half its size each way)."""
     from pysoft.draw import Camera
-    from pysoft.draw.view3d import bounds
+    from pysoft.draw.camera3d import bounds
 
     if world.dim == 3:  # type: ignore[attr-defined]
         lo, hi = bounds(world)

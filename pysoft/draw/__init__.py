@@ -21,8 +21,9 @@ down on screen), with zoom, pan and fit-to-bounds; every pixel backend uses it (
 axes map the world themselves).
 
 A 3D world (``World(dim=3)``) is drawn through a ``Camera3D`` (perspective or orthographic;
-look-at, orbit, zoom, pan, fit; ``pysoft.draw.view3d``) to the same drawers: the primitives
-come projected to the camera's image plane, body surfaces shaded and sorted back to front.
+look-at, orbit, zoom, pan, fit; ``pysoft.draw.camera3d``) to the same drawers
+(``pysoft.draw.view3d``): the primitives come projected to the camera's image plane, body
+surfaces shaded and sorted back to front.
 A pixel backend takes the ``Camera3D`` as its camera; ``pick`` finds the particle under a
 pixel in either dimension.
 """
@@ -34,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from pysoft.draw.camera3d import Camera3D, pick
 from pysoft.draw.terminal import render
-from pysoft.draw.view3d import Camera3D, pick
 
 __all__ = ["Camera", "Camera3D", "DrawFlags", "debug_draw", "default_flags", "pick", "render",
            "strain_colors"]
