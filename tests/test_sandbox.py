@@ -374,6 +374,11 @@ def test_3d_keys_spawn_3d_bodies() -> None:
     assert len(w.body(box.spawned[0]).tetrahedra) > 0  # B: a cube of tetrahedra (model "springs")
     spawned = [w.positions[w.store.particles.rows(w.body(b).particles)] for b in box.spawned]
     assert all(p[:, 1].min() > 0.0 for p in spawned)  # above the floor
+    from pysoft.sandbox import STIFFNESS_LIMIT, stiffness_loads
+
+    for _ in range(12):  # the stiffness key in 3D: capped by the loads of springs and tetrahedra
+        _key(box, pygame.K_k, "k")
+    assert box.capped > 0 and stiffness_loads(w).max() <= STIFFNESS_LIMIT * (1 + 1e-9)
     for _ in range(10):
         box.frame()
     assert np.isfinite(w.positions).all()
