@@ -77,13 +77,12 @@ RENDER_SCENES = tuple(SHOWCASE)  # the scenes of `render` and `sandbox --scene`:
 
 def render(scene: str, out: str, seconds: float, fps: int, size: tuple[int, int]) -> int:
     """Run ``scene`` headless and write ``out``: a PNG of its last frame, or a GIF/WebP of the
-    run (with a progress bar)."""
-    from pysoft.draw import Camera
+    run (with a progress bar). A 3D scene is seen from the front, above and to the right,
+    fitted to its first frame."""
     from pysoft.draw import image as pimage
 
     world = SHOWCASE[scene]()
-    camera = Camera(*size)
-    camera.fit_world(world, margin=0.1)
+    camera = pimage.fit_camera(world, size, margin=0.1)
     if out.lower().endswith(".png"):
         for _ in range(round(seconds / world.dt)):
             world.step()

@@ -13,6 +13,14 @@ never fewer, as the builders' skins are as stiff as the built substep keeps stab
 stiffness caps follow); I the next integrator; +/- zoom; BACKSPACE reloads the scene; ESC or
 closing the window quits. A world that blows up (an ``InstabilityError``: the explicit Euler
 integrator, a body spawned inside a planet) pauses with the error on screen.
+The mouse wheel zooms about the pointer; a middle-drag pans.
+
+A 3D scene (``jelly3d``, ``drape3d``) is seen through a ``Camera3D``: a right-drag orbits
+the camera about its target (the wheel zooms, a middle-drag pans), a left-drag grabs the
+particle under the cursor and moves it in the plane through it that faces the camera, and
+the same keys spawn 3D bodies where the cursor points (on the plane through the camera's
+target, above the floor): B a cube, C a ball of the model, G a gas ball, R a rope, P a torus
+(a mesh body).
 The particle count, ms per step and per pass, and the stiffness and gas factors are on
 screen. ``--frames N`` runs N frames and exits (scripted runs and tests; with
 SDL_VIDEODRIVER=dummy no display is needed).
@@ -25,8 +33,9 @@ from typing import Any
 import numpy as np
 
 import pysoft
-from pysoft import build, scenes
-from pysoft.draw import Camera, DrawFlags
+from pysoft import build, meshes, scenes
+from pysoft.build import solid
+from pysoft.draw import Camera, Camera3D, DrawFlags, pick
 from pysoft.draw.pygame import BACKGROUND, PygameDrawer, load
 
 MODELS = ("springs", "pressure", "shape_matching", "xpbd", "springs+shape_matching")
@@ -39,6 +48,9 @@ STAR = np.array([(0.0, 0.5), (0.15, 0.15), (0.5, 0.1), (0.2, -0.12), (0.3, -0.5)
 # springs. (Every showcase scene stiffened 10x, so capped, stays stable: tests/test_sandbox.py.)
 STIFFNESS_LIMIT = 2.0 * build.SKIN_STABLE
 FACTORS = (0.1, 10.0)  # the range of the stiffness and gas factors
+ORBIT = 0.01  # radians of orbit per pixel of a right-drag (3D)
+WHEEL = 1.15  # zoom per notch of the mouse wheel
+SPAWN_HEIGHT = 0.5  # m: 3D bodies spawn at least this high (above a floor at y = 0)
 
 
 def stiffness_loads(world: pysoft.World, springs: np.ndarray | None = None,
@@ -59,8 +71,13 @@ def stiffness_loads(world: pysoft.World, springs: np.ndarray | None = None,
     if T.n:  # an area spring's force on corner i is k_a dA/dx_i: its row sums k_a g_i sum_j g_j
         tri = T.view("triangles")
         p = world.positions[tri]
-        g = 0.5 * np.stack([np.linalg.norm(p[:, (i + 2) % 3] - p[:, (i + 1) % 3], axis=1)
-                            for i in range(3)], axis=1)  # |dA/dx_i|: half the opposite side
+        if tri.shape[1] == 3:
+            g = 0.5 * np.stack([np.linalg.norm(p[:, (i + 2) % 3] - p[:, (i + 1) % 3], axis=1)
+                                for i in range(3)], axis=1)  # |dA/dx_i|: half the opposite side
+        else:  # a tetrahedron (3D): |dV/dx_i| is a third of the opposite face's area
+            g = np.stack([np.linalg.norm(np.cross(p[:, (i + 2) % 4] - p[:, (i + 1) % 4],
+                                                  p[:, (i + 3) % 4] - p[:, (i + 1) % 4]), axis=1) / 6.0
+                          for i in range(4)], axis=1)
         ka = T.view("stiffness") if areas is None else areas
         np.add.at(load, tri, 0.5 * ka[:, None] * g * g.sum(axis=1, keepdims=True))
     mass = store.particles.view("mass")
@@ -76,7 +93,6 @@ class Sandbox:
         pg.init()
         self.screen = pg.display.set_mode(size)
         pg.display.set_caption("pysoft sandbox")
-        self.flags = DrawFlags.OUTLINES | DrawFlags.SPRINGS | DrawFlags.STRAIN | DrawFlags.COLLIDERS
         self.model = 0
         self.running = True
         self.pointer = np.array(size, dtype=float) / 2  # the mouse, as its events last put it
@@ -87,9 +103,15 @@ class Sandbox:
         """Start ``scene`` afresh (BACKSPACE reloads the current one)."""
         self.scene = scene
         self.world = scenes.SHOWCASE[scene]()
-        self.camera = Camera(*self.size)
+        self.dim = self.world.dim
+        self.camera: Camera | Camera3D = Camera3D(*self.size) if self.dim == 3 else Camera(*self.size)
         self.camera.fit_world(self.world, margin=0.1)
         self.drawer = PygameDrawer(self.screen, self.camera)
+        self.flags = (DrawFlags.OUTLINES | DrawFlags.COLLIDERS if self.dim == 3 else
+                      DrawFlags.OUTLINES | DrawFlags.SPRINGS | DrawFlags.STRAIN | DrawFlags.COLLIDERS)
+        self.grip: np.ndarray | None = None  # 3D: the grabbed point, through which the drag plane goes
+        self.dragging = 0  # the mouse button that orbits (3, in 3D) or pans (2), while held
+        self.note = ""  # why the last spawn was refused, if it was
         self.paused, self.advance = False, False
         self.trouble = ""  # the InstabilityError that paused the world, if one did
         self.hand: Any = None
@@ -105,24 +127,49 @@ class Sandbox:
             self.motor.throttle = 0.0  # the arrow keys drive
 
     def mouse(self) -> np.ndarray:
-        """The mouse in world coordinates."""
+        """The mouse in world coordinates (3D: on the plane facing the camera through the
+        grabbed point, or through the camera's target)."""
+        if isinstance(self.camera, Camera3D):
+            return self.camera.to_world(self.pointer, through=self.grip)
         return self.camera.to_world(self.pointer)
+
+    def spawn_point(self) -> tuple[float, ...]:
+        """Where a new body goes: under the cursor (3D: at least SPAWN_HEIGHT up)."""
+        at = self.mouse()
+        if self.dim == 3:
+            at[1] = max(float(at[1]), SPAWN_HEIGHT)
+        return tuple(at.tolist())
 
     def handle(self, event: Any) -> None:
         pg, w = self.pg, self.world
         if hasattr(event, "pos"):
+            moved = np.array(event.pos, dtype=float) - self.pointer
             self.pointer = np.array(event.pos, dtype=float)
+            if event.type == pg.MOUSEMOTION and self.dragging:
+                self.drag(moved)
         if event.type == pg.QUIT:
             self.running = False
         elif event.type == pg.MOUSEBUTTONDOWN and event.button == 1:
-            near = w.nearest_particle(self.mouse(), 40.0 / self.camera.scale, movable=True)  # 40 pixels
+            if isinstance(self.camera, Camera3D):
+                near = pick(w, self.camera, self.pointer, 40.0, movable=True)
+                self.grip = None if near is None else w.positions[w.row(near)].copy()
+            else:
+                near = w.nearest_particle(self.mouse(), 40.0 / self.camera.scale, movable=True)  # 40 pixels
             if near is not None:
                 self.hand = w.grab(near, stiffness=self._grip(near), damping=1.0)
+        elif event.type == pg.MOUSEBUTTONDOWN and event.button == 3 and self.dim == 3:
+            self.dragging = 3  # orbit
         elif event.type == pg.MOUSEBUTTONDOWN and event.button == 3:
             self.pusher = w.add_pusher(0.15, position=tuple(self.mouse().tolist()))
+        elif event.type == pg.MOUSEBUTTONDOWN and event.button == 2:
+            self.dragging = 2  # pan
+        elif event.type == pg.MOUSEBUTTONUP and event.button in (2, 3) and self.dragging == event.button:
+            self.dragging = 0
+        elif event.type == pg.MOUSEWHEEL:
+            self.camera.zoom(WHEEL ** float(event.y), about=self.pointer)
         elif event.type == pg.MOUSEBUTTONUP and event.button == 1 and self.hand is not None:
             self.hand.release()
-            self.hand = None
+            self.hand, self.grip = None, None
         elif event.type == pg.MOUSEBUTTONUP and event.button == 3 and self.pusher is not None:
             self.pusher.remove()
             self.pusher = None
@@ -131,6 +178,13 @@ class Sandbox:
         elif (event.type == pg.KEYUP and self.motor is not None and event.key in (pg.K_LEFT, pg.K_RIGHT)
               and self.motor.throttle == (1.0 if event.key == pg.K_RIGHT else -1.0)):
             self.motor.throttle = 0.0  # let go of the key that drives
+
+    def drag(self, moved: np.ndarray) -> None:
+        """A drag of ``moved`` pixels with the orbit (right, 3D) or pan (middle) button held."""
+        if self.dragging == 3 and isinstance(self.camera, Camera3D):
+            self.camera.orbit(-ORBIT * float(moved[0]), ORBIT * float(moved[1]))
+        elif self.dragging == 2:
+            self.camera.pan(moved)
 
     def _grip(self, entity: int) -> float:
         """A mouse spring as stiff as the grabbed particle allows (k h^2 / m = 0.1)."""
@@ -141,10 +195,14 @@ class Sandbox:
 
     def key(self, key: int, text: str) -> None:
         pg, w = self.pg, self.world
-        at = tuple(self.mouse())
-        model = MODELS[self.model]
         bodies = w.store.bodies.n
-        if key == pg.K_ESCAPE:
+        if key in (pg.K_b, pg.K_c, pg.K_g, pg.K_r, pg.K_p):
+            try:
+                self.spawned.append(self.spawn(key))
+                self.note = ""
+            except ValueError as e:  # a mesh the tetrahedraliser refused, say: say so, go on
+                self.note = f"not built: {e}"
+        elif key == pg.K_ESCAPE:
             self.running = False
         elif key == pg.K_BACKSPACE:
             self.load(self.scene)
@@ -152,16 +210,6 @@ class Sandbox:
             self.paused = not self.paused
         elif text == ".":
             self.advance = True
-        elif key == pg.K_b:
-            self.spawned.append(build.box(w, center=at, size=(0.5, 0.5), model=model))
-        elif key == pg.K_c:
-            self.spawned.append(build.circle(w, center=at, radius=0.3, rings=2, model=model))
-        elif key == pg.K_g:
-            self.spawned.append(build.ball(w, center=at, radius=0.3))
-        elif key == pg.K_r:
-            self.spawned.append(build.rope(w, start=at, end=(at[0] + 1.0, at[1]), segments=12, pin=()))
-        elif key == pg.K_p:
-            self.spawned.append(build.polygon(w, STAR + np.array(at), model=model))
         elif key == pg.K_m:
             self.model = (self.model + 1) % len(MODELS)
         elif text in "12345" and text:
@@ -196,6 +244,28 @@ class Sandbox:
                 gas = w.body(entity).pressure
                 if gas is not None:
                     gas.amount *= self.gas
+
+    def spawn(self, key: int) -> int:
+        """The body a spawn key makes at the cursor (B, C, G, R, P), in 2D or 3D."""
+        pg, w = self.pg, self.world
+        at = self.spawn_point()
+        model = MODELS[self.model]
+        end = (at[0] + 1.0, *at[1:])
+        if key == pg.K_g:
+            return build.ball(w, center=at, radius=0.3 if self.dim == 2 else 0.25)
+        if key == pg.K_r:
+            return build.rope(w, start=at, end=end, segments=12, pin=())
+        if self.dim == 2:
+            if key == pg.K_b:
+                return build.box(w, center=at, size=(0.5, 0.5), model=model)
+            if key == pg.K_c:
+                return build.circle(w, center=at, radius=0.3, rings=2, model=model)
+            return build.polygon(w, STAR + np.array(at), model=model)
+        if key == pg.K_b:
+            return build.cube(w, center=at, size=0.4, cells=3, model=model)
+        if key == pg.K_c:
+            return solid.ball(w, center=at, radius=0.25, subdivisions=1, model=model)
+        return build.mesh(w, meshes.torus(0.25, 0.1, 20, 8), model=model, center=at)
 
     def set_stiffness(self, factor: float) -> None:
         """Every spring and area spring at ``factor`` x its built stiffness (``factor`` kept in
@@ -260,12 +330,16 @@ class Sandbox:
                  f"stiffness x{self.stiffness:.2f}" + (f" ({self.capped} capped)" if self.capped else "")
                  + f"  gas x{self.gas:.2f}"
                  + (f"  car throttle {self.motor.throttle:+.0f}" if self.motor is not None else ""),
-                 "drag: grab  right-drag: push  B box C circle G ball R rope P star  SPACE pause . step  "
-                 "1-5 view",
+                 ("drag: grab  right-drag: orbit  wheel: zoom  middle-drag: pan  B cube C ball G gas ball "
+                  "R rope P torus  SPACE pause . step  1-5 view" if self.dim == 3 else
+                  "drag: grab  right-drag: push  B box C circle G ball R rope P star  SPACE pause . step  "
+                  "1-5 view"),
                  "UP/DOWN gravity  K/J stiffness  O/L gas  S substeps  I integrator  +/- zoom"
                  + ("  LEFT/RIGHT drive" if self.motor is not None else "") + "  BACKSPACE reload"]
         if self.trouble:
             lines.append(self.trouble)
+        if self.note:
+            lines.append(self.note)
         for k, line in enumerate(lines):
             self.drawer.label((8, 8 + 18 * k), line)
         pg.display.flip()

@@ -15,8 +15,8 @@ import numpy as np
 
 from pysoft import build
 from pysoft._pipeline import Priority
-from pysoft.build import grid_pairs
-from pysoft.shapes import Box, Disc, Plane, Polygon, Segment
+from pysoft.build import grid_pairs, solid
+from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.world import World
 
 BOX_CELLS = 10  # particles per box side
@@ -373,6 +373,57 @@ def cloth_showcase(**world_args: Any) -> World:
     return world
 
 
+# -- 3D ---------------------------------------------------------------------------------------
+
+CUBE_MODELS3 = ("xpbd", "springs", "pressure", "shape_matching", "material")
+
+
+def _bin3(world: World, half: tuple[float, float]) -> World:
+    """A floor and four walls around x in [-half[0], half[0]], z in [-half[1], half[1]]."""
+    world.add_collider(Plane(normal=(0.0, 1.0, 0.0), offset=0.0), restitution=0.1, friction=0.6)
+    hx, hz = half
+    for normal, offset in (((1.0, 0.0, 0.0), -hx), ((-1.0, 0.0, 0.0), -hx), ((0.0, 0.0, 1.0), -hz),
+                           ((0.0, 0.0, -1.0), -hz)):
+        world.add_collider(Plane(normal=normal, offset=offset), friction=0.4)
+    return world
+
+
+def jelly3d(**world_args: Any) -> World:
+    """3D: a cube of each model (XPBD, springs, gas, shape matching, the continuum material),
+    gas balls and a mesh body (a torus, tetrahedralised by pysoft) dropped in two layers into
+    a bin 3 x 2 m, where they pile up. Bodies meet bodies where the world's body contact
+    does in 3D (the default ``body_collisions=True``); where it does not yet, they land
+    through each other onto the floor."""
+    from pysoft import meshes
+
+    world = _bin3(World(dim=3, **world_args), (1.5, 1.0))
+    for k, model in enumerate(CUBE_MODELS3):
+        build.cube(world, center=(-1.0 + 0.5 * k, 0.35, -0.45 + 0.45 * (k % 2)), size=0.4, cells=3,
+                   model=model)
+    for k, x in enumerate((-0.9, 0.0, 0.9)):
+        solid.ball(world, center=(x, 1.1, 0.35 - 0.3 * (k % 2)), radius=0.25, subdivisions=2)
+    build.mesh(world, meshes.torus(0.28, 0.11, 24, 10), model="xpbd", center=(0.45, 1.6, 0.1))
+    build.cube(world, center=(-0.5, 1.7, 0.0), size=(0.5, 0.3, 0.4), cells=(4, 2, 3),
+               model="springs+shape_matching")
+    return world
+
+
+def drape3d(**world_args: Any) -> World:
+    """3D: a 1.6 m XPBD cloth (25 x 25 particles, self-collision on) laid flat 0.5 m above a
+    sphere (radius 0.4 m), most of it to one side, falls over the sphere and slides onto
+    the floor, folding on itself."""
+    world = World(dim=3, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0, 0.0), offset=0.0), restitution=0.0, friction=0.6)
+    world.add_collider(Sphere((0.0, 0.4, 0.0), 0.4), friction=0.3)
+    cloth = build.cloth(world, center=(0.6, 1.3, 0.1), size=(1.6, 1.6), cells=(24, 24), pin="none",
+                        particle_radius=0.02, self_collision=True)
+    rows = world.store.particles.rows(world.body(cloth).particles)
+    middle = np.array([0.6, 1.3, 0.1])
+    p = world.positions[rows] - middle  # the builder hangs the sheet in a plane z = const: lay it flat
+    world.positions[rows] = np.stack([p[:, 0], np.zeros(len(p)), -p[:, 1]], axis=1) + middle
+    return world
+
+
 # The scenes of the sandbox (``python -m pysoft sandbox --scene NAME``) and of
 # ``python -m pysoft render NAME``, by name; each maker takes World keywords and returns the
 # World ready to step (60 Hz, 8 substeps), stable with its defaults.
@@ -385,4 +436,6 @@ SHOWCASE: dict[str, Callable[..., World]] = {
     "pile": pile_showcase,
     "cloth": cloth_showcase,
     "boxes": boxes_showcase,
+    "jelly3d": jelly3d,
+    "drape3d": drape3d,
 }

@@ -199,14 +199,15 @@ class World(WorldSettings, Stepping, _lifetime.Lifetime):
     add_gravity_well = _api(Gravity, Gravity.add_gravity_well, changes=True)
     gravity_well = _api(Gravity, Gravity.gravity_well)
 
-    def debug_draw(self, drawer: Any, flags: int | None = None) -> None:
+    def debug_draw(self, drawer: Any, flags: int | None = None, camera: Any = None) -> None:
         """Hand the world's primitives to ``drawer`` (any object with some of ``polygons``,
         ``segments``, ``circles``, ``lines``, ``arrows``, ``text``; see ``pysoft.draw``);
         ``flags`` a ``pysoft.draw.DrawFlags`` (default: outlines, springs by strain,
-        colliders, text)."""
-        from pysoft.draw import DrawFlags, debug_draw
+        colliders, text; in 3D shaded surfaces, colliders, text). A 3D world is seen through
+        ``camera``, a ``pysoft.draw.Camera3D`` (default: the drawer's ``camera``)."""
+        from pysoft.draw import debug_draw
 
-        debug_draw(self, drawer, DrawFlags.DEFAULT if flags is None else flags)
+        debug_draw(self, drawer, flags, camera)
 
     @property
     def broken_springs(self) -> list[int]:

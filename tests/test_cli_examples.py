@@ -155,7 +155,25 @@ EXPECT = {
     # every closed 3D body keeps its volume within 5 % once landed (3 s: 3.5 % measured)
     "solids_3d": ((3.0,), lambda ratios: len(ratios) == 5
                   and all(abs(r - 1.0) < 0.05 for r in ratios.values())),
+    # 3D: the rope hangs from its pin (1.5 m long, the pin at 2.5 m), the blob lies on the floor
+    "rope_and_blob_3d": ((3.0,), lambda r: 0.9 < r[0] < 2.5 and _lands_on_the_floor(r[1])),
+    # both bodies of the OBJ file keep their volume within 5 % (0.0 % and 2.3 % measured)
+    "mesh_body": ((2.0,), lambda ratios: len(ratios) == 2
+                  and all(abs(r - 1.0) < 0.05 for r in ratios.values())),
 }
+
+
+@pytest.mark.parametrize("name", ["rope_and_blob_3d", "mesh_body"])
+def test_3d_examples_write_their_picture(name: str, tmp_path: pathlib.Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    out = tmp_path / f"{name}.png"
+    _load(ROOT / "examples" / f"{name}.py").main(0.5, str(out))  # type: ignore[attr-defined]
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert img.shape == (400, 640, 3)
+    coloured = (img.max(axis=2) - img.min(axis=2)) > 60  # the bodies: saturated, unlike floor and sky
+    assert coloured.mean() > 0.005
 
 
 def test_every_example_has_a_check() -> None:

@@ -71,7 +71,7 @@ def test_readme_python_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert builders.body(namespace["gas"]).pressure is not None
 
 
-@pytest.mark.parametrize("module", ["pysoft", "pysoft.world"])
+@pytest.mark.parametrize("module", ["pysoft", "pysoft.world", "pysoft.draw.camera3d"])
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

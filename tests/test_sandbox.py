@@ -111,7 +111,8 @@ def test_one_registry_names_the_scenes_of_render_and_sandbox() -> None:
     from pysoft.__main__ import RENDER_SCENES
 
     assert tuple(scenes.SHOWCASE) == RENDER_SCENES
-    assert {"demo", "course", "planets", "bridge", "balls", "cloth", "pile", "boxes"} <= set(RENDER_SCENES)
+    assert {"demo", "course", "planets", "bridge", "balls", "cloth", "pile", "boxes", "jelly3d",
+            "drape3d"} <= set(RENDER_SCENES)
     assert all(maker.__doc__ for maker in scenes.SHOWCASE.values())
     with pytest.raises(SystemExit):
         main(["sandbox", "--scene", "no-such-scene", "--frames", "1"])
@@ -128,9 +129,14 @@ def test_every_scene_runs_in_the_sandbox(scene: str) -> None:
 
 
 def _view(world: object, size: tuple[int, int] = (960, 640)) -> tuple[np.ndarray, np.ndarray]:
-    """The world rectangle the sandbox's window shows at the start."""
+    """The world rectangle the sandbox's window shows at the start (3D: the box its camera was
+    fitted to, grown by half its size each way)."""
     from pysoft.draw import Camera
+    from pysoft.draw.camera3d import bounds
 
+    if world.dim == 3:  # type: ignore[attr-defined]
+        lo, hi = bounds(world)
+        return lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo)
     camera = Camera(*size)
     camera.fit_world(world, margin=0.1)
     corners = camera.to_world(np.array([[0.0, size[1]], [size[0], 0.0]]))
@@ -293,4 +299,87 @@ def test_a_world_that_blows_up_pauses_the_sandbox_and_backspace_reloads_it() -> 
     assert box.world.integrator == "symplectic_euler"
     box.frame()
     assert box.world.time > 0.0
+    pygame.quit()
+
+
+# -- 3D scenes ------------------------------------------------------------------------------
+
+def _shot(box: Sandbox) -> np.ndarray:
+    return pygame.surfarray.array3d(box.screen).astype(int)
+
+
+def test_3d_right_drag_orbits_and_the_wheel_zooms() -> None:
+    box = Sandbox("drape3d", (320, 240))
+    cam = box.camera
+    box.frame()
+    before, yaw, pitch = _shot(box), cam.yaw, cam.pitch  # type: ignore[union-attr]
+    box.handle(_event(pygame.MOUSEBUTTONDOWN, button=3, pos=(100, 100)))
+    box.handle(_event(pygame.MOUSEMOTION, pos=(160, 80), rel=(60, -20), buttons=(0, 0, 1)))
+    box.handle(_event(pygame.MOUSEBUTTONUP, button=3, pos=(160, 80)))
+    assert cam.yaw == pytest.approx((yaw - 0.6) % (2 * np.pi))  # type: ignore[union-attr]
+    assert cam.pitch == pytest.approx(pitch - 0.2)  # type: ignore[union-attr]
+    assert box.pusher is None and box.world.store.colliders.n == 2  # no pusher in 3D
+    box.handle(_event(pygame.MOUSEMOTION, pos=(200, 80), rel=(40, 0), buttons=(0, 0, 0)))
+    assert cam.yaw == pytest.approx((yaw - 0.6) % (2 * np.pi))  # type: ignore[union-attr]  # let go
+    box.paused = True
+    box.frame()
+    orbited = _shot(box)
+    assert (np.abs(orbited - before).sum(axis=2) > 30).mean() > 0.05  # the picture moved
+    distance = cam.distance  # type: ignore[union-attr]
+    box.handle(_event(pygame.MOUSEWHEEL, x=0, y=2, pos=(160, 120)))
+    assert cam.distance == pytest.approx(distance / 1.15**2)  # type: ignore[union-attr]
+    box.handle(_event(pygame.MOUSEWHEEL, x=0, y=-2, pos=(160, 120)))
+    assert cam.distance == pytest.approx(distance)  # type: ignore[union-attr]
+    pygame.quit()
+
+
+def test_3d_left_drag_grabs_the_particle_under_the_cursor_and_moves_it_facing_the_camera() -> None:
+    from pysoft.draw import Camera3D
+
+    box = Sandbox("jelly3d", (480, 320))
+    for _ in range(60):  # landed
+        box.frame()
+    w, cam = box.world, box.camera
+    assert isinstance(cam, Camera3D)
+    body = int(w.store.bodies.view("entity")[0])  # the XPBD cube
+    top = w.body(body).particles[-1]  # its last particle: a top corner
+    start = w.positions[w.row(top)].copy()
+    pixel = cam.to_screen(start)
+    box.handle(_event(pygame.MOUSEBUTTONDOWN, button=1, pos=tuple(pixel)))
+    assert box.hand is not None and box.grip is not None
+    grabbed = w.positions[w.row(box.hand.particle)].copy()
+    assert np.linalg.norm(cam.to_screen(grabbed) - pixel) < 10.0  # the one under the cursor
+    goal = pixel - np.array([0.0, 60.0])  # 60 pixels up the screen
+    box.handle(_event(pygame.MOUSEMOTION, pos=tuple(goal), rel=(0, -60), buttons=(1, 0, 0)))
+    target = cam.to_world(goal, through=grabbed)
+    assert abs(float((target - grabbed) @ cam.forward)) < 1e-9  # in the plane facing the camera
+    for _ in range(60):
+        box.frame()
+    moved = w.positions[w.row(box.hand.particle)]
+    assert moved[1] - grabbed[1] > 0.2  # lifted toward the cursor
+    assert np.linalg.norm(cam.to_screen(moved) - goal) < np.linalg.norm(pixel - goal) / 2
+    box.handle(_event(pygame.MOUSEBUTTONUP, button=1, pos=tuple(goal)))
+    assert box.hand is None and box.grip is None and w.store.tables["grabs"].n == 0
+    pygame.quit()
+
+
+def test_3d_keys_spawn_3d_bodies() -> None:
+    box = Sandbox("drape3d", (320, 240))
+    w = box.world
+    bodies = w.store.bodies.n
+    for key in (pygame.K_b, pygame.K_c, pygame.K_g, pygame.K_r, pygame.K_p):
+        box.handle(_event(pygame.KEYDOWN, key=key, unicode="", mod=0))
+    assert box.note == "" and w.store.bodies.n == bodies + 5
+    assert all(w.body(b).dim == 3 for b in box.spawned)
+    assert len(w.body(box.spawned[0]).tetrahedra) > 0  # B: a cube of tetrahedra (model "springs")
+    spawned = [w.positions[w.store.particles.rows(w.body(b).particles)] for b in box.spawned]
+    assert all(p[:, 1].min() > 0.0 for p in spawned)  # above the floor
+    from pysoft.sandbox import STIFFNESS_LIMIT, stiffness_loads
+
+    for _ in range(12):  # the stiffness key in 3D: capped by the loads of springs and tetrahedra
+        _key(box, pygame.K_k, "k")
+    assert box.capped > 0 and stiffness_loads(w).max() <= STIFFNESS_LIMIT * (1 + 1e-9)
+    for _ in range(10):
+        box.frame()
+    assert np.isfinite(w.positions).all()
     pygame.quit()

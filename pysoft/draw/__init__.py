@@ -20,6 +20,13 @@ pymunk's ``SpaceDebugDrawOptions`` do; a method the drawer lacks is skipped:
 ``DrawFlags`` selects what is emitted. ``Camera`` maps world to screen (y up in the world,
 down on screen), with zoom, pan and fit-to-bounds; every pixel backend uses it (matplotlib's
 axes map the world themselves).
+
+A 3D world (``World(dim=3)``) is drawn through a ``Camera3D`` (perspective or orthographic;
+look-at, orbit, zoom, pan, fit; ``pysoft.draw.camera3d``) to the same drawers
+(``pysoft.draw.view3d``): the primitives come projected to the camera's image plane, body
+surfaces shaded and sorted back to front.
+A pixel backend takes the ``Camera3D`` as its camera; ``pick`` finds the particle under a
+pixel in either dimension.
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ from typing import Any
 import numpy as np
 
 from pysoft._constants import MUSCLE_RANGE
+from pysoft.draw.camera3d import Camera3D, pick
 from pysoft.draw.terminal import render
 
-__all__ = ["Camera", "DrawFlags", "activation_colors", "debug_draw", "render", "strain_colors"]
+__all__ = ["Camera", "Camera3D", "DrawFlags", "activation_colors", "debug_draw", "default_flags", "pick",
+           "render", "strain_colors"]
 
 
 class DrawFlags(IntFlag):
@@ -47,6 +56,7 @@ class DrawFlags(IntFlag):
     PRESSURE = 64  # the gas's push on every outline edge
     TEXT = 128  # time and counts
     DEFAULT = OUTLINES | SPRINGS | STRAIN | COLLIDERS | TEXT
+    DEFAULT_3D = OUTLINES | COLLIDERS | TEXT  # shaded surfaces hide a solid's springs: off
     ALL = PARTICLES | SPRINGS | STRAIN | OUTLINES | COLLIDERS | CONTACTS | PRESSURE | TEXT
 
 
@@ -162,9 +172,23 @@ def _rgba(color: tuple[int, int, int, int], n: int) -> np.ndarray:
     return np.tile(np.array(color, dtype=np.uint8), (n, 1))
 
 
-def debug_draw(world: Any, drawer: Any, flags: int = DrawFlags.DEFAULT) -> None:
+def default_flags(world: Any) -> DrawFlags:
+    """``DrawFlags.DEFAULT`` for a 2D world, ``DrawFlags.DEFAULT_3D`` for a 3D one."""
+    return DrawFlags.DEFAULT_3D if getattr(world, "dim", 2) == 3 else DrawFlags.DEFAULT
+
+
+def debug_draw(world: Any, drawer: Any, flags: int | None = None, camera: Any = None) -> None:
     """Emit the world's primitives to ``drawer`` (see the module's docstring), back to front:
-    colliders, bodies, springs, particles, contacts, pressure, text. 2D (a 3D world's x, y)."""
+    colliders, bodies, springs, particles, contacts, pressure, text. ``flags`` None: the
+    world's ``default_flags``. A 3D world is drawn through ``camera`` (a ``Camera3D``;
+    default ``drawer.camera``), see ``pysoft.draw.view3d``."""
+    if flags is None:
+        flags = default_flags(world)
+    if getattr(world, "dim", 2) == 3:
+        from pysoft.draw import view3d
+
+        view3d.debug_draw(world, drawer, flags, camera)
+        return
     flags = DrawFlags(flags)
     pos = world.positions[:, :2]
     if DrawFlags.COLLIDERS in flags:

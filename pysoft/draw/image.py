@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pysoft.draw import Camera, DrawFlags, debug_draw
+from pysoft.draw import Camera, Camera3D, debug_draw
 
 
 def _pil() -> Any:
@@ -27,7 +27,7 @@ class ImageDrawer:
     """Draws debug-draw primitives on a Pillow RGB image through ``camera`` (colours with an
     alpha below 255 are blended over what is beneath)."""
 
-    def __init__(self, camera: Camera, background: tuple[int, int, int] = (250, 250, 245)) -> None:
+    def __init__(self, camera: Camera | Camera3D, background: tuple[int, int, int] = (250, 250, 245)) -> None:
         Image, ImageDraw = _pil()
         self.camera = camera
         self.image = Image.new("RGB", (camera.width, camera.height), background)
@@ -67,12 +67,20 @@ class ImageDrawer:
         self.draw.text((max(2.0, float(x)), max(2.0, float(y))), string, fill=color)
 
 
-def frame(world: Any, camera: Camera | None = None, size: tuple[int, int] = (640, 480),
-          flags: int = DrawFlags.DEFAULT) -> Any:
-    """One Pillow image of ``world`` (the camera fits the world when none is given)."""
+def fit_camera(world: Any, size: tuple[int, int], margin: float = 0.05) -> Camera | Camera3D:
+    """A ``Camera`` (2D) or ``Camera3D`` (3D, from the front, above and to the right) of
+    ``size`` pixels fitted to the world."""
+    camera: Camera | Camera3D = Camera3D(*size) if getattr(world, "dim", 2) == 3 else Camera(*size)
+    camera.fit_world(world, margin=margin)
+    return camera
+
+
+def frame(world: Any, camera: Camera | Camera3D | None = None, size: tuple[int, int] = (640, 480),
+          flags: int | None = None) -> Any:
+    """One Pillow image of ``world`` (the camera fits the world when none is given; a 3D
+    world needs a ``Camera3D``); ``flags`` None: ``pysoft.draw.default_flags``."""
     if camera is None:
-        camera = Camera(*size)
-        camera.fit_world(world)
+        camera = fit_camera(world, size)
     drawer = ImageDrawer(camera)
     debug_draw(world, drawer, flags)
     return drawer.image.convert("RGB")
@@ -83,8 +91,8 @@ def save_png(world: Any, path: str, **kwargs: Any) -> None:
     frame(world, **kwargs).save(path)
 
 
-def record(world: Any, path: str, seconds: float, fps: int = 30, camera: Camera | None = None,
-           size: tuple[int, int] = (480, 360), flags: int = DrawFlags.DEFAULT,
+def record(world: Any, path: str, seconds: float, fps: int = 30, camera: Camera | Camera3D | None = None,
+           size: tuple[int, int] = (480, 360), flags: int | None = None,
            progress: Callable[[Sequence[int]], Sequence[int]] | None = None) -> int:
     """Step ``world`` for ``seconds`` and write an animated GIF (or WebP, by the suffix) of
     ``fps`` frames a second to ``path``; the camera is fitted to the first frame when none
@@ -94,8 +102,7 @@ def record(world: Any, path: str, seconds: float, fps: int = 30, camera: Camera 
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     if camera is None:
-        camera = Camera(*size)
-        camera.fit_world(world, margin=0.15)
+        camera = fit_camera(world, size, margin=0.15)
     n = max(1, round(seconds * fps))
     steps = max(1, round(1.0 / (fps * world.dt)))
     frames = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pysoft.draw import DrawFlags, _bounds, debug_draw
+from pysoft.draw import Camera3D, _bounds, debug_draw
 
 DOT = 3.0  # points across: a circle of radius 0 (a particle without one) is drawn as a dot
 
@@ -117,15 +117,29 @@ class MatplotlibDrawer:
                          zorder=self._next())
 
 
-def draw(world: Any, ax: Any = None, flags: int = DrawFlags.DEFAULT, margin: float = 0.05) -> Any:
+def draw(world: Any, ax: Any = None, flags: int | None = None, margin: float = 0.05,
+         camera: Camera3D | None = None) -> Any:
     """Draw ``world`` on ``ax`` (a new pyplot figure's when None, so ``plt.show()`` shows it)
     with equal aspect, the limits fitted to its particles and bounded colliders (planes are
-    unbounded: left out) plus ``margin`` of the larger span. Returns the Axes."""
+    unbounded: left out) plus ``margin`` of the larger span. A 3D world is drawn through
+    ``camera`` (default: a ``Camera3D`` fitted to it), in its image plane, the limits its
+    view. ``flags`` None: ``pysoft.draw.default_flags``. Returns the Axes."""
     if ax is None:
         load()
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots()
+    if world.dim == 3:
+        if camera is None:
+            camera = Camera3D(640, 480)
+            camera.fit_world(world, margin)
+        debug_draw(world, MatplotlibDrawer(ax), flags, camera)
+        half = np.array([camera.width, camera.height]) / 2.0 / camera.scale
+        ax.set_xlim(-half[0], half[0])
+        ax.set_ylim(-half[1], half[1])
+        ax.set_aspect("equal")
+        ax.set_axis_off()
+        return ax
     debug_draw(world, MatplotlibDrawer(ax), flags)
     lo, hi = _bounds(world)
     span = float((hi - lo).max())
@@ -136,8 +150,8 @@ def draw(world: Any, ax: Any = None, flags: int = DrawFlags.DEFAULT, margin: flo
     return ax
 
 
-def save(world: Any, path: str, flags: int = DrawFlags.DEFAULT, size: tuple[float, float] = (6, 4),
-         dpi: float = 100) -> Any:
+def save(world: Any, path: str, flags: int | None = None, size: tuple[float, float] = (6, 4),
+         dpi: float = 100, camera: Camera3D | None = None) -> Any:
     """``draw(world)`` on a figure of ``size`` inches written to ``path`` (PNG, SVG or PDF, by
     the suffix) at ``dpi``, headless: a ``Figure`` on the Agg canvas, not pyplot, so no window
     and no global state. Returns the Axes (``ax.transData`` maps world to the PNG's pixels,
@@ -148,6 +162,6 @@ def save(world: Any, path: str, flags: int = DrawFlags.DEFAULT, size: tuple[floa
 
     fig = Figure(figsize=size, dpi=dpi)
     FigureCanvasAgg(fig)
-    ax = draw(world, fig.add_subplot(), flags)
+    ax = draw(world, fig.add_subplot(), flags, camera=camera)
     fig.savefig(path, dpi=dpi)
     return ax

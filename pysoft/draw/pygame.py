@@ -1,6 +1,7 @@
 """A pygame-ce window as a debug-draw backend (the ``pygame`` extra: ``pip install
 "pysoft[pygame]"``). ``PygameDrawer`` draws ``world.debug_draw``'s primitives on a surface
-through a ``Camera``; colours with alpha below 255 are blended over the background."""
+through a ``Camera`` (a ``Camera3D`` for a 3D world); colours with alpha below 255 are
+blended over the background."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pysoft.draw import Camera
+from pysoft.draw import Camera, Camera3D
 
 BACKGROUND = (250, 250, 245)
 
@@ -32,7 +33,7 @@ def _solid(color: Any) -> tuple[int, int, int]:
 class PygameDrawer:
     """Debug-draw primitives on a pygame surface through ``camera``."""
 
-    def __init__(self, surface: Any, camera: Camera) -> None:
+    def __init__(self, surface: Any, camera: Camera | Camera3D) -> None:
         self.pg = load()
         self.surface, self.camera = surface, camera
         self.font = self.pg.font.Font(None, 18)

@@ -172,7 +172,7 @@ class SoftBody(RowView):
     rest offsets from their centroid (shape matching's rest shape).
     """
 
-    __slots__ = ("_members", "_outline", "_particles", "_render", "_tets", "models")
+    __slots__ = ("_color", "_members", "_outline", "_particles", "_render", "_tets", "models")
 
     def __init__(self, table: Table, members: Ragged, outline: Ragged, models: tuple[Any, ...],
                  particles: Table, tets: Ragged | None = None) -> None:
@@ -182,6 +182,24 @@ class SoftBody(RowView):
         # a render mesh embedded in the body: its vertices' particles (M, 4), their
         # barycentric weights (M, 4) and its faces (F, 3) (build.mesh sets it)
         self._render: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._color: tuple[int, int, int, int] | None = None
+
+    @property
+    def color(self) -> tuple[int, int, int, int] | None:
+        """The body's colour in debug drawing, RGBA in 0..255 (as pymunk's ``shape.color``);
+        None (default): a colour of ``pysoft.draw``'s palette. Set RGB or RGBA."""
+        return self._color
+
+    @color.setter
+    def color(self, value: Any) -> None:
+        if value is None:
+            self._color = None
+            return
+        c = _validate.array("color", value, (None,))
+        if len(c) not in (3, 4) or not ((c >= 0) & (c <= 255)).all():
+            raise ValueError(f"color must be 3 or 4 numbers in 0..255 (RGB or RGBA), got {value!r}")
+        rgba = [round(float(v)) for v in c] + [255] * (4 - len(c))
+        self._color = (rgba[0], rgba[1], rgba[2], rgba[3])
 
     def embed(self, corners: np.ndarray, weights: np.ndarray, faces: np.ndarray) -> None:
         """Keep a render mesh in the body: vertex i is the weighted sum of particles
