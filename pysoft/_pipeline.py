@@ -303,8 +303,7 @@ class Constraints(Stage):
     the velocity update v = (x - p) / h, less the velocity the corrections' caps withheld.
 
     The velocity update runs here, before collisions, so that the collide
-    stage's restitution and friction act on the final velocities (see the
-    README's design notes).
+    stage's restitution and friction act on the final velocities.
     """
 
     name = "constraints"
