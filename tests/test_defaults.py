@@ -103,8 +103,8 @@ DOCS_STAR = [(6, 1), (7, 1.5), (8, 1), (7.5, 2), (8, 3), (6, 3)]
 
 
 @pytest.mark.parametrize("model", ["springs", "xpbd", "springs+pressure"])
-def test_the_readme_star_keeps_its_shape(model: str) -> None:
-    """The docs' concave star (docs/guides/builders.md) (outline every 0.3 m), dropped 0.5 m with the defaults: it
+def test_the_docs_star_keeps_its_shape(model: str) -> None:
+    """The concave star of docs/guides/builders.md (outline every 0.3 m), dropped 0.5 m with the defaults: it
     kept 10 % of its area with springs and crumpled with XPBD (10 self-crossings) before the
     mesh and its braces; now within 10 % of its area, uncrossed, at rest after 10 s."""
     w = pysoft.World()
