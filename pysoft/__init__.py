@@ -28,7 +28,10 @@ from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.world import INTEGRATORS, ClosedError, ConcurrentUseError, Contacts, InstabilityError, World
 
 __version__ = "0.1.0"
+"""pysoft's version."""
 C_AVAILABLE = _native.AVAILABLE
+"""Whether the compiled C core loaded (``python -m pysoft info`` says which build; without it
+worlds run on the NumPy twins)."""
 
 __all__ = [
     "C_AVAILABLE",

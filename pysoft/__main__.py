@@ -35,7 +35,8 @@ def info() -> int:
         print("default backend: c")
     else:
         print(f"C core: MISSING ({_native.IMPORT_ERROR})")
-        print("default backend: python (the NumPy twins, about 15x slower); install a C compiler "
+        print("default backend: python (the NumPy twins: the demo about 140x slower a frame); "
+              "install a C compiler "
               "and reinstall pysoft to build the core")
     return 0
 
@@ -122,6 +123,9 @@ def _has_display() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``python -m pysoft COMMAND`` with ``argv`` (default: the process's
+    arguments); returns the exit status. Commands: ``info``, ``selftest``, ``demo``,
+    ``sandbox``, ``render``, ``bench`` (``--help`` on each lists its options)."""
     parser = argparse.ArgumentParser(prog="python -m pysoft", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and compile flags")
@@ -148,11 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_render.add_argument("--seconds", type=float, default=5.0)
     p_render.add_argument("--fps", type=int, default=20)
     p_render.add_argument("--size", type=_size, default=(480, 320), help="WIDTHxHEIGHT pixels")
-    p_bench = sub.add_parser("bench", help="the benchmark (see README)")
+    p_bench = sub.add_parser("bench", help="the benchmark (see the Benchmarks page of the docs)")
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     p_bench.add_argument("--rounds", type=int, default=5)
     p_bench.add_argument("--json", default=None, help="also write the figures to this file")
-    p_bench.add_argument("--markdown", action="store_true", help="also print the README's table")
+    p_bench.add_argument("--markdown", action="store_true",
+                         help="also print the tables as Markdown (the docs' Benchmarks page)")
     p_bench.add_argument("--peers", action="store_true",
                          help="also time the other engines installed (pymunk) on the same scene")
     args = parser.parse_args(argv)

@@ -42,8 +42,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without a build
             f"PYSOFT_REQUIRE_C is set but the compiled core pysoft._core is missing: {exc}"
         ) from exc
     warnings.warn(
-        "pysoft: the compiled C core is missing, so pysoft runs on its NumPy twins (about 15x "
-        "slower). Install a C compiler (gcc, clang or MSVC) and reinstall pysoft "
+        "pysoft: the compiled C core is missing, so pysoft runs on its NumPy twins (the demo "
+        "about 140x slower a frame). Install a C compiler (gcc, clang or MSVC) and reinstall pysoft "
         "(pip install --force-reinstall pysoft, or pip install -e . in a checkout) to build it.",
         RuntimeWarning, stacklevel=2)
 

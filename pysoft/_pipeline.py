@@ -37,6 +37,7 @@ from pysoft._constants import MAX_THREADS
 T = TypeVar("T")
 
 INTEGRATORS = ("symplectic_euler", "explicit_euler", "verlet", "rk4", "xpbd")
+"""The names ``World(integrator=...)`` takes."""
 # Bounds of the step settings: a frame shorter than MIN_DT (s) is no frame (``step`` does
 # nothing, as for dt = 0; XPBD's compliance / h^2 overflowed at 1e-300 s); at most
 # MAX_SUBSTEPS substeps and MAX_ITERATIONS solver or contact sweeps per substep (beyond
@@ -303,8 +304,7 @@ class Constraints(Stage):
     the velocity update v = (x - p) / h, less the velocity the corrections' caps withheld.
 
     The velocity update runs here, before collisions, so that the collide
-    stage's restitution and friction act on the final velocities (see the
-    README's design notes).
+    stage's restitution and friction act on the final velocities.
     """
 
     name = "constraints"

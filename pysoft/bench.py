@@ -542,7 +542,7 @@ def _met(held: bool) -> str:
 
 
 def markdown(r: dict[str, Any]) -> str:
-    """The README's benchmark table for the figures ``run`` returned."""
+    """The benchmark's tables in Markdown (the docs' Benchmarks page) for the figures ``run`` returned."""
     sc = {s["particles"]: s for s in r["scenes"]}
     lines = [f"Measured {r['date']} on {r['machine']} (a shared machine), `{r.get('flags', '')}`:", "",
              "| particles | springs | build (s) | step (ms) | steps/s | particle-steps/s | ns per spring "

@@ -108,6 +108,8 @@ class Plane:
     offset: float = 0.0
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         normal = validate.vector("normal", self.normal, dim)
         if not normal.any():
             raise ValueError("normal must be a non-zero vector")
@@ -129,6 +131,8 @@ class Disc:
     radius: float
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         if dim != 2:
             raise ValueError("shape: Disc is a 2D shape; use Sphere in a 3D world")
         return _ball(self.center, self.radius, dim)
@@ -142,6 +146,8 @@ class Sphere:
     radius: float
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         if dim != 3:
             raise ValueError("shape: Sphere is a 3D shape; use Disc in a 2D world")
         return _ball(self.center, self.radius, dim)
@@ -163,6 +169,8 @@ class Segment:
     radius: float = 0.01
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         a = validate.vector("a", self.a, dim)
         b = validate.vector("b", self.b, dim)
         r = validate.size("radius", self.radius)
@@ -189,6 +197,8 @@ class Box:
     rotation: Any = None
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         c = validate.vector("center", self.center, dim)
         half = validate.vector("half_extents", self.half_extents, dim)
         if not (half >= validate.MIN_SIZE).all():
@@ -224,6 +234,8 @@ class Polygon:
     vertices: Any
 
     def geometry(self, dim: int) -> Geometry:
+        """This shape checked for a ``dim``-dimensional world, in the form the collide kernels
+        take (ValueError naming the field that is wrong, or a shape of the other dimension)."""
         if dim != 2:
             raise ValueError("shape: Polygon is a 2D shape; use Box (or several Planes) in 3D")
         v = validate.array("vertices", self.vertices, (None, 2))

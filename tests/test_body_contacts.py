@@ -305,7 +305,7 @@ def test_a_folded_body_unfolds_without_crossing_itself(model: str) -> None:
     """The folded strip with self-collision: its outline never crosses itself, and after
     2 s it has unfolded (its outline encloses the strip's 0.4 m^2 within 10 % and spans
     1.9 m or more). (A soft spring strip, whose interior self-collision does not test,
-    buckles through itself: see the README's limits.)"""
+    buckles through itself: see docs/guides/bodies-touching.md.)"""
     w, strip = _folded_strip(True, model)
     crossings = [0]
     run(w, 120, lambda: crossings.append(self_crossings(outline(w, strip))))
@@ -456,9 +456,9 @@ def test_a_pile_of_200_mixed_bodies_settles() -> None:
     pile); no particle more than 2 cm inside another body; the pile has stopped flowing
     (median displacement over the last second < 2 cm: measured by motion, not by the
     velocities, which jitter by several cm/s in a deep pile while the positions rest -- see
-    the README's limits). The boxes are firmer than the builders' defaults (springs
+    docs/guides/bodies-touching.md). The boxes are firmer than the builders' defaults (springs
     600 N/m, shape matching 20,000 s^-2): a default box crushes under a pile three deep
-    (see the README's limits)."""
+    (see docs/guides/bodies-touching.md)."""
     w = floor_world()
     for normal, offset in (((1.0, 0.0), -6.0), ((-1.0, 0.0), -6.0)):
         w.add_collider(pysoft.Plane(normal, offset), friction=0.4)

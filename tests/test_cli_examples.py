@@ -112,7 +112,7 @@ def test_bench_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert results["small_body"]["particles"] == 25
     out = capsys.readouterr().out
     assert "vs ref" in out and "binding" in out
-    # the README's table of targets (its rows need the 10k and 100k scenes: this one stands in)
+    # the docs' table of targets (its rows need the 10k and 100k scenes: this one stands in)
     results["scenes"] = [dict(scene, particles=size) for size in (10_000, 100_000)]
     results["models"] = bench.bench_models(rounds=1, frames=1)
     table = bench.markdown(results)

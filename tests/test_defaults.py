@@ -99,17 +99,17 @@ def test_dropped_on_a_floor_it_comes_to_rest_at_its_shape(make: Maker) -> None:
     assert crossings(ring) == 0
 
 
-README_STAR = [(6, 1), (7, 1.5), (8, 1), (7.5, 2), (8, 3), (6, 3)]
+DOCS_STAR = [(6, 1), (7, 1.5), (8, 1), (7.5, 2), (8, 3), (6, 3)]
 
 
 @pytest.mark.parametrize("model", ["springs", "xpbd", "springs+pressure"])
-def test_the_readme_star_keeps_its_shape(model: str) -> None:
-    """The README's concave star (outline every 0.3 m), dropped 0.5 m with the defaults: it
+def test_the_docs_star_keeps_its_shape(model: str) -> None:
+    """The concave star of docs/guides/builders.md (outline every 0.3 m), dropped 0.5 m with the defaults: it
     kept 10 % of its area with springs and crumpled with XPBD (10 self-crossings) before the
     mesh and its braces; now within 10 % of its area, uncrossed, at rest after 10 s."""
     w = pysoft.World()
     w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
-    b = build.polygon(w, np.add(README_STAR, (-7.0, -0.5)), model=model, segment=0.3)
+    b = build.polygon(w, np.add(DOCS_STAR, (-7.0, -0.5)), model=model, segment=0.3)
     rows = [w.row(e) for e in w.body(b).outline]
     built = signed_area(w.positions[rows])
     for _ in range(600):

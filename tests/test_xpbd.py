@@ -199,7 +199,7 @@ def test_damping_does_not_depend_on_the_frame_rate(backend: str, model: str) -> 
     at 120 Hz (same substeps) has the same residual wobble (after 0.5 s; 0.05 s for the
     braced spring box, see WOBBLE_AT), within 5 % of each
     other, and the wobble has really decayed (< 50 % of the squash). XPBD is left out: its
-    implicit update damps by itself, more for longer steps (see README, design notes)."""
+    implicit update damps by itself, more for longer steps (docs/guides/soft-bodies.md)."""
     (start, slow), (_, fast) = _wobble(backend, 1 / 60, model), _wobble(backend, 1 / 120, model)
     assert slow == pytest.approx(fast, rel=0.05)
     assert fast < 0.5 * start

@@ -16,12 +16,16 @@ from pysoft.shapes import enclosed_volume, signed_area
 from pysoft.world import World
 
 MODELS = ("springs", "xpbd", "pressure", "shape_matching")
+"""The models a builder's ``model=`` names (mixed as ``"springs+pressure"`` or a tuple; 3D builders also
+take ``"material"``)."""
 STIFFNESS_PER_KG = 5000.0  # N/m per kg of particle mass: stable at h = 1/480 s
 BRACE = 0.25  # a box's skip-one brace springs, as a fraction of its lattice springs' stiffness
 # A round soft body rolls on with little to slow it (its skin barely deforms as it turns): the
 # builders' bodies resist rolling as a rubber ball on a soft floor does, a torque of at most
 # this x the load x its lever (World.add_body's default is 0, as Box2D's)
 ROLLING_RESISTANCE = 0.1
+"""The builders' default ``rolling_resistance``: while a body touches colliders, each substep
+takes from its spin up to this x the normal impulse x its lever (``World.add_body``: 0)."""
 MAX_MESH_POINTS = 100_000  # interior particles build.polygon will make
 MAX_OUTLINE_POINTS = 2_000  # outline points (the simplicity check compares every pair of edges)
 MAX_BODY_PARTICLES = 100_000  # particles any builder makes (build.polygon: MAX_MESH_POINTS inside)
@@ -271,6 +275,8 @@ def _body_models(models: set[str], amount: float | None, match: tuple[float, flo
 # box or disc stayed inside out (the springs hold the mirror image); at 2 every spring
 # lattice of the recovery matrix turns back.
 AREA_STIFFNESS = 2.0
+"""A spring lattice's area springs are this many times as stiff (and as damped) as one of its
+springs, per triangle's area mode: enough to turn a mirrored or folded lattice back."""
 # A lattice with shape matching gets area springs this many times as stiff as the above: shape
 # matching holds its shape, but the best-fit rotation of a mirrored symmetric body (a regular
 # hexagon) is undetermined, so it pulls such a body nowhere in particular and the lattice's
@@ -279,6 +285,8 @@ AREA_STIFFNESS = 2.0
 # they stiffen the body (at 0.25 a pile of mixed bodies crushed a gas ball to 35 % of its area
 # under firmer boxes; at 1, a folded strip unfolded to 1.7 m of its 2 m in 2 s).
 AREA_UNDER_MATCHING = 0.1
+"""With shape matching, a lattice's area springs are this fraction of ``AREA_STIFFNESS``: they
+give a mirrored symmetric body a direction back without stiffening it."""
 
 
 def _orient(p: np.ndarray, k: Any, c: float, factor: float = 1.0,
@@ -321,6 +329,8 @@ GAS_SKIN_STRAIN = 0.05  # how far the default gas stretches a gas bag's skin
 # Euler keeps it bounded while (w h)^2 < 4 - 2 (4 c / m) h, i.e. k h^2 / m < 0.458: 0.4 leaves
 # room for the gas's own stiffness (at 0.5 a ball with 4x its default gas shook at 20 m/s).
 SKIN_STABLE = 0.4
+"""The stiffest skin a builder gives a gas bag, as k h^2 / m (h the world's substep, m a
+particle's mass): stable under symplectic Euler with room for the gas's own stiffness."""
 
 
 def _skin(models: set[str], mass: float, stiffness: float | None,
