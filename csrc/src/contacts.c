@@ -535,7 +535,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
     if (dim == 3) /* surfaces of triangles: contacts3d.c */
         return ps_body_contacts_3d(pos, vel, contact_body, contact_point, contact_normal,
                                    contact_impulse, snap, aabb, bucket_start, bucket_body,
-                                   cell_start, cell_particle, near, fat_pos, fat_first, fat_count,
+                                   cell_start, cell_particle, near, edge, fat_pos, fat_first, fat_count,
                                    fat_body, fat_state, prev_pos, support, radius, inv_mass, owner,
                                    category, mask, friction, restitution, rest_pos, outline,
                                    outline_start, outline_count, member, member_start,

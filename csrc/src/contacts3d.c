@@ -88,6 +88,7 @@
 #define PS_SHARED (-2)
 #define PS_MAX_PUSHOUT 1.0   /* m/s, as contacts.c */
 #define PS_BOX 7             /* numbers a body's box holds in aabb */
+#define PS_CHUNK 8            /* triangles a run of the surface with a box of its own */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
 
 static inline long cell_of(double x, double inv)
@@ -121,6 +122,8 @@ typedef struct {
     const int32_t *member, *member_start, *member_count;
     const int32_t *flags, *body_category, *body_mask;
     const double *body_friction, *body_restitution;
+    const double *snap, *tbox; /* the pass's start positions; each triangle's grown box */
+    double *moved; /* the most any particle has moved from snap (each coordinate) so far */
     double h, inv_h, rest_speed;
 } Scene;
 
@@ -146,6 +149,17 @@ static inline double e_of(const Scene *s, int i)
 {
     int o = s->owner[i];
     return o >= 0 ? s->body_restitution[o] : s->restitution[i];
+}
+
+/* *moved := the most particle i has moved from the pass's start, if more (a NaN counts as
+ * infinitely far) */
+static inline void note_move(const Scene *s, int i)
+{
+    for (int d = 0; d < 3; d++) {
+        double e = s->pos[3L * i + d] - s->snap[3L * i + d];
+        e = e < 0.0 ? -e : e;
+        if (!(e <= *s->moved)) *s->moved = e == e ? e : INFINITY;
+    }
 }
 
 /* Resolve the contact of particle i with q = ta x_a + tb x_b + tc x_c along unit n at
@@ -222,6 +236,8 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     }
     for (int c = 0; c < 3; c++)
         for (int d = 0; d < 3; d++) vk[c][d] = vk[c][d] - t[c] * w[c] * j[d];
+    note_move(s, i);
+    for (int c = 0; c < 3; c++) note_move(s, k[c]);
     s->contact_body[i] = report;
     for (int d = 0; d < 3; d++) {
         s->contact_point[3L * i + d] = q[d];
@@ -255,30 +271,54 @@ static inline int claims(const double *pos, int iu, int iv, double sigma, double
     return dy > 0.0 || (dy == 0.0 && dx < 0.0);
 }
 
+/* Whether the ray from p toward +z crosses triangle f of tri (see the essay) */
+static int crosses(const double *pos, const int32_t *tri, int f, double px, double py, double pz)
+{
+    int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
+    const double *a = pos + 3L * ia, *b = pos + 3L * ib, *c = pos + 3L * ic;
+    if ((a[2] <= pz) & (b[2] <= pz) & (c[2] <= pz)) return 0; /* wholly below */
+    if ((a[0] < px) & (b[0] < px) & (c[0] < px)) return 0;
+    if ((a[0] > px) & (b[0] > px) & (c[0] > px)) return 0;
+    if ((a[1] < py) & (b[1] < py) & (c[1] < py)) return 0;
+    if ((a[1] > py) & (b[1] > py) & (c[1] > py)) return 0;
+    double ux = b[0] - a[0], uy = b[1] - a[1], uz = b[2] - a[2];
+    double vx = c[0] - a[0], vy = c[1] - a[1], vz = c[2] - a[2];
+    double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    if (nz == 0.0) return 0; /* seen edge-on */
+    double sigma = nz > 0.0 ? 1.0 : -1.0;
+    if (!(claims(pos, ia, ib, sigma, px, py) && claims(pos, ib, ic, sigma, px, py)
+          && claims(pos, ic, ia, sigma, px, py)))
+        return 0;
+    double side = ((px - a[0]) * nx + (py - a[1]) * ny) + (pz - a[2]) * nz;
+    return sigma * side < 0.0; /* the plane is above p */
+}
+
+/* Whether box g (lo x, y, z, hi x, y, z) may hold a triangle the ray from p toward +z crosses */
+static inline int spans(const double *g, double px, double py, double pz)
+{
+    return !((px < g[0]) | (px > g[3]) | (py < g[1]) | (py > g[4]) | (pz > g[5]));
+}
+
 /* Whether p is inside the closed surface tri[0 .. 3m) of the current positions (the parity
- * of the triangles a ray toward +z crosses). */
-static int inside(const double *pos, const int32_t *tri, int m, const double *p)
+ * of the triangles a ray toward +z crosses). With `box` (each triangle's box at the pass's
+ * start, grown by g, 12 numbers a triangle, and each run of PS_CHUNK triangles' box),
+ * triangles (and runs) whose box does not span p in x and y
+ * or reach above it are passed over: the caller gives boxes only while no particle has moved
+ * more than g / 2 since the pass's start, so such a triangle cannot be crossed and the answer
+ * is the same. */
+static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *box)
 {
     int odd = 0;
     double px = p[0], py = p[1], pz = p[2];
-    for (int f = 0; f < m; f++) {
-        int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
-        const double *a = pos + 3L * ia, *b = pos + 3L * ib, *c = pos + 3L * ic;
-        if ((a[2] <= pz) & (b[2] <= pz) & (c[2] <= pz)) continue; /* wholly below */
-        if ((a[0] < px) & (b[0] < px) & (c[0] < px)) continue;
-        if ((a[0] > px) & (b[0] > px) & (c[0] > px)) continue;
-        if ((a[1] < py) & (b[1] < py) & (c[1] < py)) continue;
-        if ((a[1] > py) & (b[1] > py) & (c[1] > py)) continue;
-        double ux = b[0] - a[0], uy = b[1] - a[1], uz = b[2] - a[2];
-        double vx = c[0] - a[0], vy = c[1] - a[1], vz = c[2] - a[2];
-        double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
-        if (nz == 0.0) continue; /* seen edge-on */
-        double sigma = nz > 0.0 ? 1.0 : -1.0;
-        if (!(claims(pos, ia, ib, sigma, px, py) && claims(pos, ib, ic, sigma, px, py)
-              && claims(pos, ic, ia, sigma, px, py)))
-            continue;
-        double side = ((px - a[0]) * nx + (py - a[1]) * ny) + (pz - a[2]) * nz;
-        if (sigma * side < 0.0) odd ^= 1; /* the plane is above p */
+    if (!box) {
+        for (int f = 0; f < m; f++) odd ^= crosses(pos, tri, f, px, py, pz);
+        return odd;
+    }
+    for (int f0 = 0; f0 < m; f0 += PS_CHUNK) {
+        if (!spans(box + 12L * f0 + 6, px, py, pz)) continue;
+        int f1 = f0 + PS_CHUNK < m ? f0 + PS_CHUNK : m;
+        for (int f = f0; f < f1; f++)
+            if (spans(box + 12L * f, px, py, pz)) odd ^= crosses(pos, tri, f, px, py, pz);
     }
     return odd;
 }
@@ -384,8 +424,14 @@ static int feature_normal(const double *pos, const int32_t *tri, int m, const in
     return 1;
 }
 
+/* Whether box g (lo x, y, z, hi x, y, z) holds p */
+static inline int holds(const double *g, const double *p)
+{
+    return !((p[0] < g[0]) | (p[0] > g[3]) | (p[1] < g[1]) | (p[1] > g[4]) | (p[2] < g[2]) | (p[2] > g[5]));
+}
+
 /* Particle i against body B's surface (see the essay). Returns 1 on contact. */
-static int face_contact(const Scene *s, int i, int B)
+static int face_contact(const Scene *s, int i, int B, double grown)
 {
     int o_i = s->owner[i];
     if (o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B], s->member_count[B], i)))
@@ -396,7 +442,8 @@ static int face_contact(const Scene *s, int i, int B)
     const int32_t *tri = s->outline + s->outline_start[B];
     int m = s->outline_count[B] / 3;
     const double *pos = s->pos, *prev = s->prev_pos, *x = pos + 3L * i, *p = prev + 3L * i;
-    int in = inside(pos, tri, m, x);
+    const double *boxes = s->tbox + 4L * s->outline_start[B];
+    int in = inside(pos, tri, m, x, *s->moved < 0.5 * grown ? boxes : NULL);
     int entry = -1;
     if (in) { /* the triangle nearest the start, of those whose plane i is behind now */
         double best = 0.0, tf[3];
@@ -418,9 +465,15 @@ static int face_contact(const Scene *s, int i, int B)
     double t[3] = {0.0, 0.0, 0.0};
     if (f >= 0) {
         nearest(pos + 3L * tri[3 * f], pos + 3L * tri[3 * f + 1], pos + 3L * tri[3 * f + 2], x, t);
-    } else { /* the nearest triangle */
+    } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
         double best = 0.0, tf[3];
+        const double *xs = s->snap + 3L * i;
         for (int g = 0; g < m; g++) {
+            if (g % PS_CHUNK == 0 && !holds(boxes + 12L * g + 6, xs)) {
+                g += PS_CHUNK - 1; /* the whole run */
+                continue;
+            }
+            if (!holds(boxes + 12L * g, xs)) continue;
             double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
                                 pos + 3L * tri[3 * g + 2], x, tf);
             if (f < 0 || d2 < best) {
@@ -549,7 +602,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         double *contact_normal, double *contact_impulse, double *snap,
                         double *aabb, int32_t *bucket_start, int32_t *bucket_body,
                         int32_t *cell_start, int32_t *cell_particle, int32_t *near,
-                        double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                        double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
                         double *fat_state, const double *prev_pos, const double *support,
                         const double *radius, const double *inv_mass,
                         const int32_t *owner, const int32_t *category, const int32_t *mask,
@@ -563,11 +616,12 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         int nentries, int npairs, int iterations, int particle_collisions,
                         double h, double rest_speed)
 {
+    double moved = 0.0;
     Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
                support, radius, inv_mass, friction, restitution, rest_pos, owner, category,
                mask, outline, outline_start, outline_count, member, member_start, member_count,
-               body_flags, body_category, body_mask, body_friction, body_restitution, h, 1.0 / h,
-               rest_speed};
+               body_flags, body_category, body_mask, body_friction, body_restitution, snap, edge,
+               &moved, h, 1.0 / h, rest_speed};
     int listed = fat_state[0] == 1.0;
     double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
     uint64_t sig = 14695981039346656037ULL;
@@ -598,11 +652,10 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
         if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
         const int32_t *o = outline + outline_start[b];
-        double lo[3], hi[3], rb = radius[o[0]];
+        double lo[3], hi[3];
         for (int d = 0; d < 3; d++) lo[d] = hi[d] = snap[3L * o[0] + d];
         for (int k = 0; k < m; k++) {
             sig = mix(sig, o[k]);
-            if (radius[o[k]] > rb) rb = radius[o[k]];
             for (int d = 0; d < 3; d++) {
                 double c = snap[3L * o[k] + d];
                 if (c < lo[d]) lo[d] = c;
@@ -616,12 +669,29 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         int finite = 1;
         for (int d = 0; d < 3; d++) finite &= isfinite(lo[d] - grown) && isfinite(hi[d] + grown);
         if (!finite) continue; /* a body that blew up (the finish pass reports it) */
+        /* each triangle's box, grown alike, in numbers 0-5 of its 12 in edge; the box of each
+         * run of PS_CHUNK triangles in numbers 6-11 of the run's first */
+        for (int f = 0; 3 * f < m; f++) {
+            double *g = edge + 4L * (outline_start[b] + 3L * f);
+            double *run = edge + 4L * (outline_start[b] + 3L * (f - f % PS_CHUNK)) + 6;
+            for (int d = 0; d < 3; d++) {
+                double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
+                       c = snap[3L * o[3 * f + 2] + d];
+                double l = a < bb ? a : bb, u = a > bb ? a : bb;
+                l = c < l ? c : l;
+                u = c > u ? c : u;
+                g[d] = l - grown;
+                g[3 + d] = u + grown;
+                if (f % PS_CHUNK == 0 || g[d] < run[d]) run[d] = g[d];
+                if (f % PS_CHUNK == 0 || g[3 + d] > run[3 + d]) run[3 + d] = g[3 + d];
+            }
+        }
         for (int d = 0; d < 3; d++) {
             box[d] = lo[d] - grown;
             box[3 + d] = hi[d] + grown;
             if (box[3 + d] - box[d] > big) big = box[3 + d] - box[d];
         }
-        box[6] = rb;
+        box[6] = grown;
         extent += big;
         targets++;
     }
@@ -716,7 +786,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
                         | (xs[2] < box[2]) | (xs[2] > box[5]))
                         continue;
-                    contacts += face_contact(&s, i, list[q]);
+                    contacts += face_contact(&s, i, list[q], box[6]);
                 }
             }
             i0 = i1;

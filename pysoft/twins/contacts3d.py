@@ -75,6 +75,8 @@ class _Scene:
         self.body_friction = body_friction[:nb].tolist()
         self.body_restitution = body_restitution[:nb].tolist()
         self.h, self.inv_h, self.rest_speed = h, 1.0 / h, rest_speed
+        self.snap: list[Vec] = pos[:n].tolist()  # the pass's start
+        self.boxes: dict[int, list[Vec]] = {}  # each target body's triangles' grown boxes
         self.report: dict[int, tuple[int, Vec, Vec]] = {}
         self.impulse: list[float] = []
 
@@ -302,9 +304,14 @@ def _face_contact(s: _Scene, i: int, B: int) -> int:
     t = [0.0, 0.0, 0.0]
     if f >= 0:
         _, t = _nearest(pos[tri[3 * f]], pos[tri[3 * f + 1]], pos[tri[3 * f + 2]], x)
-    else:
+    else:  # the nearest triangle, of those whose grown box held i at the pass's start
         best = 0.0
+        xs, boxes = s.snap[i], s.boxes[B]
         for g in range(m):
+            b = boxes[g]
+            if (xs[0] < b[0] or xs[0] > b[3] or xs[1] < b[1] or xs[1] > b[4] or xs[2] < b[2]
+                    or xs[2] > b[5]):
+                continue
             d2, tf = _nearest(pos[tri[3 * g]], pos[tri[3 * g + 1]], pos[tri[3 * g + 2]], x)
             if f < 0 or d2 < best:
                 best, f, t = d2, g, tf
@@ -368,6 +375,21 @@ def _pair_contact(s: _Scene, i: int, j: int) -> int:
                     ei if ei > ej else ej, oj if oj >= 0 else SHARED, q)
 
 
+def _triangle_boxes(snap: F64, tri: list[int], grown: float) -> list[Vec]:
+    """Each triangle's box at the pass's start (lo x, y, z, hi x, y, z), grown by ``grown``."""
+    out = []
+    for f in range(len(tri) // 3):
+        box = [0.0] * 6
+        for d in range(3):
+            a, b, c = (float(snap[tri[3 * f + k], d]) for k in range(3))
+            lo, hi = (a if a < b else b), (a if a > b else b)
+            lo = c if c < lo else lo
+            hi = c if c > hi else hi
+            box[d], box[3 + d] = lo - grown, hi + grown
+        out.append(box)
+    return out
+
+
 def _face_candidates(s: _Scene, snap: F64, nb: int, particle_collisions: int) -> list[tuple[int, int]]:
     """(i, B): probe i inside body B's box (grown by twice the largest radius and twice the
     skin of a triangle as large as the box) at the pass's start
@@ -392,6 +414,7 @@ def _face_candidates(s: _Scene, snap: F64, nb: int, particle_collisions: int) ->
         if not (np.isfinite(lo - grown).all() and np.isfinite(hi + grown).all()):
             continue
         lo, hi = lo - grown, hi + grown
+        s.boxes[b] = _triangle_boxes(snap, o, grown)
         x = snap[probes]
         out = ((x < lo) | (x > hi)).any(axis=1)
         hit = probes[~out & (owners != b)]
