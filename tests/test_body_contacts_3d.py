@@ -244,3 +244,25 @@ def test_snapshot_replays_body_contacts_bit_for_bit(integrator: str) -> None:
     for k in range(10):
         w.step()
         assert (w.positions.tobytes(), w.velocities.tobytes()) == first[k]
+
+
+def test_free_particles_collide_in_3d_when_asked(backend: str) -> None:
+    """World(particle_collisions=True) in 3D: two free particles (radius 0.1 m, 1 and 2 kg)
+    meeting slightly off centre stop at the sum of their radii (to 1e-5 m), keep their total
+    momentum (to 1e-12) and, with restitution 0, leave together at the common velocity
+    -1/3 m/s; without particle collisions they pass through each other."""
+    for collide in (True, False):
+        w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), particle_collisions=collide, backend=backend)
+        w.add_particle((-0.5, 0.0, 0.0), velocity=(1.0, 0.0, 0.0), radius=0.1, mass=1.0)
+        w.add_particle((0.5, 0.02, -0.01), velocity=(-1.0, 0.0, 0.0), radius=0.1, mass=2.0)
+        closest = np.inf
+        for _ in range(60):
+            w.step()
+            closest = min(closest, float(np.linalg.norm(w.positions[0] - w.positions[1])))
+        momentum = 1.0 * w.velocities[0] + 2.0 * w.velocities[1]
+        assert np.abs(momentum - (-1.0, 0.0, 0.0)).max() < 1e-12
+        if collide:
+            assert closest > 0.2 - 1e-5
+            assert w.velocities[:2, 0] == pytest.approx([-1.0 / 3.0] * 2, abs=1e-9)
+        else:
+            assert closest < 0.05
