@@ -318,6 +318,7 @@ MODEL_SCENES: dict[str, Callable[[], World]] = {
     "3D XPBD tet cubes": lambda: scenes.tet_cubes(80),
 }
 TET_CUBES_TARGET = 60.0  # frames per second on one thread, 10,000 particles (issue 34)
+PILE3D_RATIO_TARGET = 2.5  # the 3D pile: a frame with body contacts over the same frame without
 
 
 def bench_models(rounds: int = 3, frames: int = 10) -> list[dict[str, Any]]:
@@ -492,12 +493,14 @@ def bench_changes(rounds: int = 7, cells: int = 100) -> dict[str, Any]:
             "canonical_calls_per_frame": calls, "canonical_foreign_calls": counter["run_frame"] or calls}
 
 
-def bench_pile(bodies: int = 400, rounds: int = 7, frames: int = 10, settle: int = 300) -> dict[str, Any]:
+def bench_pile(bodies: int = 400, rounds: int = 7, frames: int = 10, settle: int = 300,
+               scene: Callable[[int], World] = scenes.pile) -> dict[str, Any]:
     """The pile: ``bodies`` 5 x 5 spring boxes (10,000 particles for 400) settled in a walled
     bin; from the same settled state (snapshot and restore), frames with body contacts and
     frames without them, interleaved: frames/s, the frame-time ratio, and ns per particle
-    per substep for the body-contact pass (the difference of the two)."""
-    world = scenes.pile(bodies)
+    per substep for the body-contact pass (the difference of the two). ``scene`` makes
+    another pile (``bench_pile3d``)."""
+    world = scene(bodies)
     for _ in range(settle):
         world.step()
     settled = world.snapshot()
@@ -518,6 +521,12 @@ def bench_pile(bodies: int = 400, rounds: int = 7, frames: int = 10, settle: int
     return {"bodies": bodies, "particles": n, "frame_ms": 1e3 * on, "frames_per_s": 1.0 / on,
             "off_ms": 1e3 * off, "ratio": on / off,
             "ns_per_particle_substep": 1e9 * (on - off) / (n * world.substeps)}
+
+
+def bench_pile3d(bodies: int = 180, rounds: int = 5, frames: int = 10, settle: int = 240) -> dict[str, Any]:
+    """The 3D pile: ``scenes.pile3d`` with ``bodies`` mixed 3D bodies (9,565 particles for 180)
+    settled in a 3 m bin, measured as ``bench_pile``."""
+    return bench_pile(bodies, rounds, frames, settle, lambda count: scenes.pile3d(count, width=3.0))
 
 
 def bench_kernels(n: int = 10_000, rounds: int = 3) -> list[dict[str, Any]]:
@@ -575,6 +584,14 @@ def markdown(r: dict[str, Any]) -> str:
                   f"{pl['off_ms']:.2f} ms, ratio **{pl['ratio']:.2f}** (target ≤ 2.0: "
                   f"{'met' if pl['ratio'] <= 2.0 else 'NOT met'}); body contacts "
                   f"{pl['ns_per_particle_substep']:.0f} ns per particle per substep.", ""]
+    if "pile3d" in r:
+        p3 = r["pile3d"]
+        lines += [f"The 3D pile ({p3['bodies']} mixed 3D bodies, {p3['particles']:,} particles, in a "
+                  f"walled bin, 60 Hz, 8 substeps): **{p3['frames_per_s']:.1f} frames/s** "
+                  f"({p3['frame_ms']:.2f} ms per frame); the same frames without body contacts "
+                  f"{p3['off_ms']:.2f} ms, ratio **{p3['ratio']:.2f}** (target ≤ {PILE3D_RATIO_TARGET}: "
+                  f"{_met(p3['ratio'] <= PILE3D_RATIO_TARGET)}); body contacts "
+                  f"{p3['ns_per_particle_substep']:.0f} ns per particle per substep.", ""]
     if "many" in r:
         m = r["many"]
         lines += [f"Many worlds: {m['worlds']} worlds of one {m['particles']}-particle spring box "
@@ -727,6 +744,13 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
          f"{pile['frame_ms']:.2f} ms per frame ({pile['frames_per_s']:.0f} frames/s); without body "
          f"contacts {pile['off_ms']:.2f} ms (ratio {pile['ratio']:.2f}); body contacts "
          f"{pile['ns_per_particle_substep']:.1f} ns per particle per substep")
+    pile3d = bench_pile3d()
+    results["pile3d"] = pile3d
+    echo(f"\nthe 3D pile: {pile3d['bodies']} mixed 3D bodies, {pile3d['particles']} particles, 60 Hz, "
+         f"8 substeps: {pile3d['frame_ms']:.2f} ms per frame ({pile3d['frames_per_s']:.1f} frames/s); "
+         f"without body contacts {pile3d['off_ms']:.2f} ms (ratio {pile3d['ratio']:.2f}, target <= "
+         f"{PILE3D_RATIO_TARGET}: {_met(pile3d['ratio'] <= PILE3D_RATIO_TARGET)}); body contacts "
+         f"{pile3d['ns_per_particle_substep']:.1f} ns per particle per substep")
     many = bench_many(rounds=rounds)
     results["many"] = many
     echo(f"\nmany worlds: {many['worlds']} worlds of one {many['particles']}-particle spring box, "

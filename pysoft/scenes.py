@@ -201,6 +201,34 @@ def pile(bodies: int = 400, width: float = 60.0, model: str = "springs", **world
     return world
 
 
+PILE3D_KINDS = ("xpbd", "material", "shape_matching", "ball", "springs", "blob", "pressure")
+
+
+def pile3d(bodies: int = 24, width: float = 1.5, **world_args: Any) -> World:
+    """3D: ``bodies`` mixed bodies -- 0.3 m cubes of 3 x 3 x 3 cells of each model, gas balls
+    (radius 0.15 m, 42 particles) and blobs, in turn (``PILE3D_KINDS``) -- dropped in a grid
+    0.45 m apart into a square bin ``width`` wide with walls (the 3D body-contact test and
+    benchmark scene; 180 bodies make about 10,000 particles)."""
+    world = World(dim=3, **world_args)
+    world.add_collider(Plane(normal=(0.0, 1.0, 0.0), offset=0.0), restitution=0.1, friction=0.6)
+    half = width / 2.0
+    for normal in ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)):
+        world.add_collider(Plane(normal=normal, offset=-half), friction=0.4)
+    side = max(1, int((width - 0.1) / 0.45))
+    for k in range(bodies):
+        i, j, layer = k % side, (k // side) % side, k // (side * side)
+        shift = 0.05 * (layer % 2)
+        c = (-half + 0.25 + 0.45 * i + shift, 0.25 + 0.45 * layer, -half + 0.25 + 0.45 * j + shift)
+        kind = PILE3D_KINDS[k % len(PILE3D_KINDS)]
+        if kind == "ball":
+            solid.ball(world, center=c, radius=0.15, subdivisions=1)
+        elif kind == "blob":
+            solid.blob(world, center=c, radius=0.15)
+        else:
+            build.cube(world, center=c, size=0.3, cells=3, model=kind)
+    return world
+
+
 # -- the jelly car --------------------------------------------------------------------------
 
 

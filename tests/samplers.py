@@ -477,10 +477,74 @@ def sample_clamp_speeds(rng: np.random.Generator, n: int, dim: int) -> dict[str,
     return {**args, "prev_pos": prev}
 
 
+_OCTAHEDRON = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4],
+                        [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])  # +x -x +y -y +z -z, outward
+
+
+def _body_contacts_3d(rng: np.random.Generator, n: int) -> dict[str, Any]:
+    """3D: overlapping octahedra (closed surfaces, some self-colliding; some lined up over
+    each other, so rays meet edges exactly), an open sheet, a particle shared by two bodies
+    and free particles with radii, moving from where they were at the substep's start."""
+    args = sample_body_contacts(rng, n, 2)  # the 2D case's particle columns, then 3D shapes
+    p = particles(rng, n, 3)
+    pos, owner = p["pos"], np.full(n, -1, dtype=np.int32)
+    members: list[list[int]] = []
+    surfaces: list[list[int]] = []
+    flags: list[int] = []
+    free = list(rng.permutation(n))
+    grid = rng.random() < 0.5
+    while len(free) >= 6 and len(members) < max(1, n // 8):
+        ring, free = [int(i) for i in free[:6]], free[6:]
+        centre = np.round(rng.normal(0.0, 0.5, 3), 1) if grid else rng.normal(0.0, 0.5, 3)
+        size = 0.3 if grid else rng.uniform(0.2, 0.5)
+        offsets = np.repeat(np.eye(3), 2, axis=0) * np.tile([1.0, -1.0], 3)[:, None]
+        pos[ring] = centre + size * offsets + (0.0 if grid else rng.normal(0.0, 0.03, (6, 3)))
+        if len(members) % 5 == 4:  # an open sheet: four triangles of the top half
+            tris = _OCTAHEDRON[:4]
+            flags.append(int(rng.integers(0, 2)) * 2)
+        else:
+            tris = _OCTAHEDRON
+            flags.append(1 | int(rng.random() < 0.3) * 2)
+        extra = [int(i) for i in free[:1]] if rng.random() < 0.5 else []
+        free = free[len(extra):]
+        members.append(ring + extra)
+        surfaces.append([ring[k] for k in tris.ravel()])
+    if len(members) >= 2:
+        members[1].append(members[0][0])
+    for b, mem in enumerate(members):
+        for i in mem:
+            owner[i] = b if owner[i] == -1 else -2
+    prev = pos + rng.normal(0.0, 0.05, pos.shape)
+    nb = len(members)
+    flat = lambda lists: np.array([i for x in lists for i in x], dtype=np.int32)  # noqa: E731
+    nentries = 8 * nb + 8
+    return {
+        **args, "pos": pos, "vel": p["vel"], "contact_point": np.zeros((n, 3)),
+        "contact_normal": np.zeros((n, 3)), "snap": np.zeros((n, 3)), "aabb": np.zeros((nb, 7)),
+        "bucket_body": np.zeros(nentries, dtype=np.int32), "edge": np.zeros((len(flat(surfaces)), 4)),
+        "fat_pos": np.zeros((n, 3)), "fat_body": np.zeros(max(nb, 2 * n), dtype=np.int32),
+        "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0, 0.0]], 0.0),
+        "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.08, n), 0.0), "owner": owner,
+        "inv_mass": p["inv_mass"], "rest_pos": rng.normal(0.0, 0.3, (n, 3)),
+        "outline": flat(surfaces) if surfaces else np.zeros(0, np.int32),
+        "outline_start": np.cumsum([0] + [len(o) for o in surfaces])[:-1].astype(np.int32),
+        "outline_count": np.array([len(o) for o in surfaces], dtype=np.int32),
+        "member": flat(members) if members else np.zeros(0, np.int32),
+        "member_start": np.cumsum([0] + [len(m) for m in members])[:-1].astype(np.int32),
+        "member_count": np.array([len(m) for m in members], dtype=np.int32),
+        "body_flags": np.array(flags, dtype=np.int32),
+        "body_category": rng.choice(np.array([1, 2], dtype=np.int32), nb),
+        "body_mask": np.where(rng.random(nb) < 0.8, -1, 3).astype(np.int32),
+        "body_friction": rng.uniform(0.0, 1.0, nb), "body_restitution": rng.uniform(0.0, 1.0, nb),
+    }
+
+
 def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     """Overlapping rings (closed bodies, some self-colliding), an open chain, particles
     shared by two bodies and free particles with radii, moving from where they were at
-    the substep's start; a small hash so that its cells must grow."""
+    the substep's start; a small hash so that its cells must grow. (3D: _body_contacts_3d.)"""
+    if dim == 3:
+        return _body_contacts_3d(rng, n)
     p = particles(rng, n, 2)
     pos, prev = p["pos"], p["pos"].copy()
     radius = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.08, n), 0.0)
@@ -519,7 +583,7 @@ def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str
     return {
         "pos": pos, "vel": p["vel"], "contact_body": np.full(n, -1, dtype=np.int32),
         "contact_point": np.zeros((n, 2)), "contact_normal": np.zeros((n, 2)),
-        "contact_impulse": np.zeros(n), "snap": np.zeros((n, 2)), "aabb": np.zeros((nb, 5)),
+        "contact_impulse": np.zeros(n), "snap": np.zeros((n, 2)), "aabb": np.zeros((nb, 7)),
         "bucket_start": np.zeros(nbuckets + 1, dtype=np.int32),
         "bucket_body": np.zeros(nentries, dtype=np.int32),
         "cell_start": np.zeros(nbuckets + 1, dtype=np.int32),

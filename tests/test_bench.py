@@ -124,3 +124,14 @@ def test_the_canonical_scene_lists_its_springs_particle_by_particle() -> None:
     world = scenes.boxes(100)  # one box of 10 x 10
     pairs = world.store.springs.view("pairs")
     assert np.array_equal(pairs, pysoft.build.grid_pairs(10, 10, by_particle=True))
+
+
+def test_the_3d_pile_reports_its_contact_cost() -> None:
+    """bench_pile3d on a small pile: the figures it reports are there and sane (speed itself is
+    reported by ``python -m pysoft bench``, never asserted here)."""
+    from pysoft import bench
+
+    r = bench.bench_pile3d(bodies=8, rounds=1, frames=1, settle=2)
+    assert r["bodies"] == 8 and r["particles"] > 8 * 17
+    assert r["frame_ms"] > 0.0 and r["off_ms"] > 0.0 and r["ratio"] > 0.0
+    assert "ns_per_particle_substep" in r

@@ -1,4 +1,4 @@
-"""The body-contact kernel's candidate lists (csrc/src/contacts.c).
+"""The body-contact kernel's candidate lists (csrc/src/contacts.c; 3D: contacts3d.c).
 
 The C kernel lists, for each particle, the bodies whose box grown by a slack
 holds it, and keeps the lists from call to call while no particle has moved
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from samplers import SAMPLERS, arrays_of, scalars_of
 
 import pysoft  # noqa: F401  (registers the kernels)
@@ -25,8 +26,8 @@ KERNEL = REGISTRY["body_contacts"]
 STATE = ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse")
 
 
-def _sample(n: int = 400, seed: int = 3) -> dict[str, Any]:
-    args = SAMPLERS["body_contacts"](np.random.default_rng(seed), n, 2)
+def _sample(dim: int, n: int = 400, seed: int = 3) -> dict[str, Any]:
+    args = SAMPLERS["body_contacts"](np.random.default_rng(seed), n, dim)
     args["fat_body"] = np.zeros(n * len(args["body_flags"]), dtype=np.int32)  # room for every pair
     return args
 
@@ -56,8 +57,9 @@ class _Twins:
         return self.work["fat_pos"].copy()
 
 
-def test_lists_are_kept_through_small_moves_and_made_again_after_large_ones() -> None:
-    args = _sample()
+@pytest.mark.parametrize("dim", [2, 3])
+def test_lists_are_kept_through_small_moves_and_made_again_after_large_ones(dim: int) -> None:
+    args = _sample(dim)
     t = _Twins(args)
     t.call()
     made = t.listed_at
@@ -72,13 +74,14 @@ def test_lists_are_kept_through_small_moves_and_made_again_after_large_ones() ->
     assert not np.array_equal(t.listed_at, made)
     made = t.listed_at
     args["pos"] = args["pos"].copy()
-    args["pos"][0] += (5.0, -3.0)  # one particle teleported
+    args["pos"][0] += (5.0, -3.0, 2.0)[:dim]  # one particle teleported
     t.call()
     assert not np.array_equal(t.listed_at, made)
 
 
-def test_lists_are_made_again_when_the_layout_changes_with_the_same_counts() -> None:
-    args = _sample()
+@pytest.mark.parametrize("dim", [2, 3])
+def test_lists_are_made_again_when_the_layout_changes_with_the_same_counts(dim: int) -> None:
+    args = _sample(dim)
     t = _Twins(args)
     t.call()
 
@@ -110,8 +113,9 @@ def test_lists_are_made_again_when_the_layout_changes_with_the_same_counts() -> 
     changed("particle_collisions", 0)
 
 
-def test_lists_too_long_for_their_room_are_made_in_turns() -> None:
-    args = _sample()
+@pytest.mark.parametrize("dim", [2, 3])
+def test_lists_too_long_for_their_room_are_made_in_turns(dim: int) -> None:
+    args = _sample(dim)
     nb = len(args["body_flags"])
     args["fat_body"] = np.zeros(nb, dtype=np.int32)  # room for one body's worth of pairs
     t = _Twins(args)

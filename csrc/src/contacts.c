@@ -1,4 +1,4 @@
-/* contacts.c -- bodies against bodies, in the collide pass (2D).
+/* contacts.c -- bodies against bodies, in the collide pass (2D; 3D in contacts3d.c).
  *
  * After particles, then outline edges, meet colliders (collide.c, edges.c),
  * each substep, particles meet the outlines of soft bodies (JellyCar's body
@@ -532,7 +532,16 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      int nentries, int npairs, int dim, int iterations, int particle_collisions,
                      double h, double rest_speed)
 {
-    (void)dim;
+    if (dim == 3) /* surfaces of triangles: contacts3d.c */
+        return ps_body_contacts_3d(pos, vel, contact_body, contact_point, contact_normal,
+                                   contact_impulse, snap, aabb, bucket_start, bucket_body,
+                                   cell_start, cell_particle, near, edge, fat_pos, fat_first, fat_count,
+                                   fat_body, fat_state, prev_pos, support, radius, inv_mass, owner,
+                                   category, mask, friction, restitution, rest_pos, outline,
+                                   outline_start, outline_count, member, member_start,
+                                   member_count, body_flags, body_category, body_mask,
+                                   body_friction, body_restitution, n, nb, nbuckets, nentries,
+                                   npairs, iterations, particle_collisions, h, rest_speed);
     Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
                support, radius, inv_mass, friction, restitution, rest_pos, edge, owner, category,
                mask, outline, outline_start, outline_count, member, member_start, member_count,

@@ -304,4 +304,23 @@ int ps_pool_run(ps_part_fn fn, void *args, int parts);
 int ps_parts(int threads, int rows, int least);
 int ps_part_start(int count, int part, int parts);
 
+/* contacts3d.c: ps_body_contacts for a 3D world (the same arguments, less dim). */
+int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double *contact_point,
+                        double *contact_normal, double *contact_impulse, double *snap,
+                        double *aabb, int32_t *bucket_start, int32_t *bucket_body,
+                        int32_t *cell_start, int32_t *cell_particle, int32_t *near,
+                        double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                        double *fat_state, const double *prev_pos, const double *support,
+                        const double *radius, const double *inv_mass,
+                        const int32_t *owner, const int32_t *category, const int32_t *mask,
+                        const double *friction, const double *restitution, const double *rest_pos,
+                        const int32_t *outline, const int32_t *outline_start,
+                        const int32_t *outline_count, const int32_t *member,
+                        const int32_t *member_start, const int32_t *member_count,
+                        const int32_t *body_flags, const int32_t *body_category,
+                        const int32_t *body_mask, const double *body_friction,
+                        const double *body_restitution, int n, int nb, int nbuckets,
+                        int nentries, int npairs, int iterations, int particle_collisions,
+                        double h, double rest_speed);
+
 #endif /* PYSOFT_INTERNAL_H */

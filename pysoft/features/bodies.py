@@ -479,10 +479,11 @@ class Bodies(Feature):
         (3D: each edge joins two triangles, consistently oriented).
 
         Bodies collide: another body's particles are kept out of an outline that encloses
-        an area (2D). ``category``/``mask`` filter pairs as in Box2D (a pair collides if each
-        one's category meets the other's mask); ``friction`` (Coulomb) and ``restitution``
-        mix with the other body's as sqrt(mu1 mu2) and max(e1, e2); ``self_collision``
-        keeps the body from passing through itself. ``rolling_resistance`` (>= 0, default 0;
+        an area (2D) or a closed surface (3D). ``category``/``mask`` filter pairs as in Box2D
+        (a pair collides if each one's category meets the other's mask); ``friction``
+        (Coulomb) and ``restitution`` mix with the other body's as sqrt(mu1 mu2) and
+        max(e1, e2); ``self_collision`` keeps the body from passing through itself (in 3D by
+        its particles' radii: see csrc/src/contacts3d.c). ``rolling_resistance`` (>= 0, default 0;
         2D) slows the body's spin while it touches colliders: each substep it loses up to
         rolling_resistance x its normal load x the load's lever of angular momentum (Box2D's
         rolling resistance; the 2D builders default to 0.1).

@@ -1,5 +1,6 @@
 """Body contacts: bodies against bodies, a body against itself, particles against
-particles, and the body-contact report (``csrc/src/contacts.c``).
+particles, and the body-contact report (``csrc/src/contacts.c``; a 3D world's surfaces of
+triangles in ``csrc/src/contacts3d.c``, behind the same kernel).
 
 Runs in the collide stage, after the colliders. It reads the bodies'
 outlines, members and materials (``pysoft.features.bodies``) and each
@@ -38,9 +39,12 @@ def _check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
     owner = arrays["owner"][:n]
     if ((owner < -2) | (owner >= nb)).any():
         raise ValueError("body_contacts: owner must be a body row, -1 (none) or -2 (several)")
-    if sizes["dim"] != 2 or sizes["nbuckets"] < 1 or sizes["nentries"] < 4 * nb or sizes["npairs"] < nb:
-        raise ValueError("body_contacts: 2D only, with a hash of >= 1 bucket and >= 4 entries a body,"
-                         " and room for >= 1 pair a body")
+    dim = sizes["dim"]
+    if dim == 3 and (arrays["outline_count"][:nb] % 3).any():
+        raise ValueError("body_contacts: a 3D body's outline (its surface) has three rows a triangle")
+    if dim not in (2, 3) or sizes["nbuckets"] < 1 or sizes["nentries"] < 2**dim * nb or sizes["npairs"] < nb:
+        raise ValueError("body_contacts: dim 2 or 3, with a hash of >= 1 bucket and >= 2**dim entries"
+                         " a body, and room for >= 1 pair a body")
 
 
 _P, _S, _B = ("n", "dim"), ("n",), ("b",)
@@ -49,7 +53,7 @@ register(Kernel(
     "body_contacts", "contacts",
     (Arg("pos", _P), Arg("vel", _P), Arg("contact_body", _S, _I), Arg("contact_point", _P),
      Arg("contact_normal", _P), Arg("contact_impulse", _S),
-     Arg("snap", _P), Arg("aabb", ("b", 5)), Arg("bucket_start", ("nbuckets+1",), _I),
+     Arg("snap", _P), Arg("aabb", ("b", 7)), Arg("bucket_start", ("nbuckets+1",), _I),
      Arg("bucket_body", ("nentries",), _I), Arg("cell_start", ("nbuckets+1",), _I),
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
      Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
@@ -70,7 +74,7 @@ register(Kernel(
 
 class BodyContacts(NamedTuple):
     """Contacts between bodies (and particles) in the last step, one row per particle that
-    touched: the body whose outline (or whose particle) it met -- -1 for a free particle --
+    touched: the body whose outline or surface (or whose particle) it met -- -1 for a free particle --
     the last contact's point and normal (pointing toward the particle), and the normal
     impulse (N s) summed over the step's substeps."""
 
@@ -177,10 +181,8 @@ class BodyCollisions(Feature):
         self.reported = np.zeros(0, dtype=np.int64)  # body entities by row, as of the last step
         self._reported_version = -1
         self.term: _ContactTerm | None = None
-        if ctx.dim != 2:  # bodies are 2D for now
-            return
         table = ctx.store.work_table
-        work = table("body_contact_boxes", {"aabb": Field((5,), np.float64)}, MAX_BODIES)
+        work = table("body_contact_boxes", {"aabb": Field((7,), np.float64)}, MAX_BODIES)
         buckets = table("body_contact_buckets", {"bucket_start": Field((), np.int32),
                                                  "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
         entries = table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)

@@ -8,12 +8,12 @@ import threading
 import numpy as np
 from numpy.typing import NDArray
 
-from pysoft._constants import CAPSULE, INVERSION_GAIN, MIN_LENGTH, POLYTOPE
+from pysoft._constants import CAPSULE, CELL_LIMIT, INVERSION_GAIN, MIN_LENGTH, POLYTOPE
 
 F64 = NDArray[np.float64]
 I32 = NDArray[np.int32]
 
-__all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "dot", "ranges",
+__all__ = ["CAPSULE", "F64", "I32", "INVERSION_GAIN", "MIN_LENGTH", "POLYTOPE", "cell_of", "dot", "ranges",
            "scatter_add", "scratch", "workspace"]
 
 # Work arrays the twins reuse from call to call, by name, one set per thread. A twin's
@@ -106,3 +106,15 @@ def _scatter(out: F64, rows: NDArray[np.intp] | I32, columns: list[F64]) -> None
             signed[rows[~((add == 0.0) & np.signbit(add))]] = True
             total[lost & ~signed] = -0.0
         out[:n, c] = total
+
+
+def cell_of(x: float, cell: float) -> int:
+    """floor(x / cell), clamped to +-CELL_LIMIT as cell_of in contacts.c and contacts3d.c (a
+    NaN or an infinite coordinate gets a cell, not an error: candidates are then tested, and
+    fail, as in C)."""
+    v = x / cell
+    if not v > -CELL_LIMIT:
+        return -int(CELL_LIMIT)
+    if not v < CELL_LIMIT:
+        return int(CELL_LIMIT)
+    return math.floor(v)

@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from pysoft._constants import CELL_LIMIT
 from pysoft.twins._common import F64, I32, MIN_LENGTH
+from pysoft.twins._common import cell_of as _cell
+from pysoft.twins.contacts3d import body_contacts_3d
 
 CLOSED, SELF, SHARED = 1, 2, -2
 ENTRY_SLACK = 0.01  # PS_ENTRY_SLACK: a crossing this far past an edge's end still counts
@@ -138,17 +139,6 @@ def _resolve(s: _Scene, i: int, a: int, b: int, t: float, nx: float, ny: float, 
     s.report[i] = (report, qx, qy, nx, ny)
     s.impulse[i] = s.impulse[i] + P
     return 1
-
-
-def _cell(x: float, cell: float) -> int:
-    """floor(x / cell), clamped to +-CELL_LIMIT as contacts.c's cell_of (a NaN or an infinite
-    coordinate gets a cell, not an error: candidates are then tested, and fail, as in C)."""
-    v = x / cell
-    if not v > -CELL_LIMIT:
-        return -int(CELL_LIMIT)
-    if not v < CELL_LIMIT:
-        return int(CELL_LIMIT)
-    return math.floor(v)
 
 
 def _sqrt(x: float) -> float:
@@ -390,7 +380,15 @@ def body_contacts(
     npairs: int, dim: int, iterations: int, particle_collisions: int, h: float, rest_speed: float,
 ) -> int:
     """Particles against other bodies' outlines (and their own, with self-collision), then
-    particle pairs; ``iterations`` times, each contact resolved at once (Gauss-Seidel)."""
+    particle pairs; ``iterations`` times, each contact resolved at once (Gauss-Seidel). A 3D
+    world's surfaces: ``pysoft.twins.contacts3d``."""
+    if dim == 3:
+        return body_contacts_3d(
+            pos, vel, contact_body, contact_point, contact_normal, contact_impulse, prev_pos,
+            support, radius, inv_mass, owner, category, mask, friction, restitution, rest_pos,
+            outline, outline_start, outline_count, member, member_start, member_count, body_flags,
+            body_category, body_mask, body_friction, body_restitution, n, nb, iterations,
+            particle_collisions, h, rest_speed)
     s = _Scene(pos, vel, prev_pos, support, radius, inv_mass, owner, category, mask, friction, restitution,
                rest_pos, outline, outline_start, outline_count, member, member_start, member_count,
                body_flags, body_category, body_mask, body_friction, body_restitution, n, nb,

@@ -1,0 +1,822 @@
+/* contacts3d.c -- bodies against bodies in 3D, in the collide pass.
+ *
+ * ps_body_contacts (contacts.c) hands a 3D world here: the 2D rules of
+ * contacts.c carried over from outline edges to surface triangles (a 3D
+ * body's outline rows are its surface, three rows a triangle, each
+ * counter-clockwise seen from outside, so the outward normal of (a, b, c) is
+ * (b - a) x (c - a)):
+ *
+ *   vertex-face     a particle i against a closed body B it does not belong
+ *                   to: if i is inside B's surface (the parity of the
+ *                   triangles a ray from i toward +z crosses, see `inside`),
+ *                   it is pushed out through the triangle nearest where it
+ *                   was at the substep's start (prev_pos; of the triangles
+ *                   whose plane it is behind now), which is the one it came
+ *                   in by; if i is outside but nearer a triangle than
+ *                   r_i + r_q + skin, it is pushed away from the triangle's
+ *                   nearest point q. The skin (PS_SURFACE_SKIN, 2 % of the
+ *                   triangle's size, the square root of twice its area)
+ *                   keeps particles of no radius resting just outside a
+ *                   surface, so they meet it by the outside rule, whose
+ *                   normal turns smoothly over edges and corners, instead
+ *                   of entering it every substep and being pushed out
+ *                   through whichever face is nearest: two cubes stacked
+ *                   corner over corner slid off each other that way. Inside,
+ *                   the normal is the triangle's; at an edge or a corner of
+ *                   it, the mean of the unit normals of the triangles that
+ *                   hold that edge or corner.
+ *   particle pairs  as in 2D: free particles (when particle_collisions),
+ *                   members of open bodies (cloth, ropes), and members of a
+ *                   self-colliding body (pairs that overlap in the rest shape
+ *                   excepted), with a hash of 3 x 3 x 3 cells.
+ *
+ * Self-collision of a 3D surface is by its particles (the particle pairs
+ * above): a cloth's particles carry radii of about half their spacing, so a
+ * particle pair meets before a triangle of the same sheet can be passed
+ * through, and no edge can cross another without one of its ends meeting a
+ * particle of the other. Vertex-face against a body's own surface would add
+ * the same guard at a triangle's cost per pair; edge-edge tests are needed
+ * only when particles are far apart relative to their radii, which the
+ * particle pairs do not allow on a self-colliding body.
+ *
+ * A contact of particle i with q = ta x_a + tb x_b + tc x_c (barycentric
+ * weights of the triangle's nearest point; a = b = c, ta = 1 for a particle
+ * pair), normal n, separation s = r_i + (ta r_a + tb r_b + tc r_c) + skin
+ * (no skin for a particle pair):
+ *   C = (x_i - q) . n - s;  if C < 0:  W = w_i + ta^2 w_a + tb^2 w_b + tc^2 w_c,
+ *   x_i += w_i (-C/W) n,  x_k -= t_k w_k (-C/W) n  (k = a, b, c),
+ * so the masses times the moves sum to zero (momentum is kept). The
+ * velocities, restitution, Coulomb friction (static undoing the substep's
+ * relative tangential displacement, kinetic bounded by mu dvn), the support
+ * rule (a particle resting on a collider is not pushed into it) and the
+ * materials' mixing are contacts.c's, component for component.
+ *
+ * Inside test: the ray from p toward +z crosses triangle (a, b, c) when p's
+ * projection on the xy plane is in the triangle's projection and the
+ * triangle's plane is above p. Each projected edge's side is computed once
+ * per edge from its lower row (E = cross((v - u).xy, (p - u).xy), u the lower
+ * row), and negated for a triangle that runs the edge the other way, so the
+ * two triangles sharing an edge see exactly opposite values; a point exactly
+ * on a projected edge (E == 0: lattices lined up over each other) belongs to
+ * the side the edge's direction names (y rising, or x falling at equal y), so
+ * of two triangles sharing the edge exactly one claims it and the parity is
+ * that of a ray past the edge. Triangles seen edge-on (no projected area) are
+ * never crossed.
+ *
+ * Broad phase: contacts.c's, in 3D -- each target body's surface box (lo x,
+ * lo y, lo z, hi x, hi y, hi z, largest radius: seven numbers a body in
+ * `aabb`; grown by twice the largest radius and twice the skin of a triangle
+ * as large as the box), grown boxes in a spatial hash of cubic cells, the candidate lists
+ * fat_first/fat_count/fat_body kept while no particle moved farther than the
+ * slack and the layout's signature is the same. The candidates are defined by
+ * the start positions alone ((i, B) with i in B's box; (i, j) with
+ * |x_i - x_j| <= 2 (r_i + r_j)), so the hashing changes nothing but speed.
+ *
+ * Order (the NumPy twin, pysoft/twins/contacts3d.py, follows it, so results
+ * are bitwise equal): `iterations` times: every (i, B) pair (i ascending, B
+ * ascending), then every particle pair (i ascending, j ascending), each
+ * resolved at once with the current positions (Gauss-Seidel). Triangles are
+ * scanned in surface order; ties keep the first. Returns the number of
+ * contacts resolved.
+ */
+#include <math.h>
+#include <string.h>
+#include "internal.h"
+
+#define PS_CLOSED 1
+#define PS_SELF 2
+#define PS_SHARED (-2)
+#define PS_MAX_PUSHOUT 1.0   /* m/s, as contacts.c */
+#define PS_BOX 7             /* numbers a body's box holds in aabb */
+#define PS_CHUNK 8            /* triangles a run of the surface with a box of its own */
+#define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
+
+static inline long cell_of(double x, double inv)
+{
+    double v = x * inv;
+    if (!(v > -PS_CELL_LIMIT)) return (long)-PS_CELL_LIMIT;
+    if (!(v < PS_CELL_LIMIT)) return (long)PS_CELL_LIMIT;
+    long c = (long)v;
+    return v < (double)c ? c - 1 : c;
+}
+
+static inline int bucket_of(long cx, long cy, long cz, int nbuckets)
+{
+    uint64_t hx = (uint64_t)cx * 73856093u, hy = (uint64_t)cy * 19349663u, hz = (uint64_t)cz * 83492791u;
+    return (int)((hx ^ hy ^ hz) & (uint64_t)(nbuckets - 1));
+}
+
+static int buckets_for(int want, int cap)
+{
+    int h = 1;
+    while (h < 2 * want && 2 * h <= cap) h *= 2;
+    return h;
+}
+
+typedef struct {
+    double *pos, *vel, *contact_point, *contact_normal, *contact_impulse;
+    int32_t *contact_body;
+    const double *prev_pos, *support, *radius, *inv_mass, *friction, *restitution, *rest_pos;
+    const int32_t *owner, *category, *mask;
+    const int32_t *outline, *outline_start, *outline_count;
+    const int32_t *member, *member_start, *member_count;
+    const int32_t *flags, *body_category, *body_mask;
+    const double *body_friction, *body_restitution;
+    const double *snap, *tbox; /* the pass's start positions; each triangle's grown box */
+    double *moved; /* the most any particle has moved from snap (each coordinate) so far */
+    double h, inv_h, rest_speed;
+} Scene;
+
+static inline uint32_t cat_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return (uint32_t)(o >= 0 ? s->body_category[o] : s->category[i]);
+}
+
+static inline uint32_t mask_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return (uint32_t)(o >= 0 ? s->body_mask[o] : s->mask[i]);
+}
+
+static inline double mu_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return o >= 0 ? s->body_friction[o] : s->friction[i];
+}
+
+static inline double e_of(const Scene *s, int i)
+{
+    int o = s->owner[i];
+    return o >= 0 ? s->body_restitution[o] : s->restitution[i];
+}
+
+/* *moved := the most particle i has moved from the pass's start, if more (a NaN counts as
+ * infinitely far) */
+static inline void note_move(const Scene *s, int i)
+{
+    for (int d = 0; d < 3; d++) {
+        double e = s->pos[3L * i + d] - s->snap[3L * i + d];
+        e = e < 0.0 ? -e : e;
+        if (!(e <= *s->moved)) *s->moved = e == e ? e : INFINITY;
+    }
+}
+
+/* Resolve the contact of particle i with q = ta x_a + tb x_b + tc x_c along unit n at
+ * separation sep (see the essay). Returns 1 if they were closer than sep. */
+static int resolve(const Scene *s, int i, const int k[3], const double t[3], const double n[3],
+                   double sep, double mu, double e, int report, const double q[3])
+{
+    double *x = s->pos + 3L * i, *xk[3], *vk[3], w[3];
+    const double *pk[3];
+    for (int c = 0; c < 3; c++) {
+        xk[c] = s->pos + 3L * k[c];
+        vk[c] = s->vel + 3L * k[c];
+        pk[c] = s->prev_pos + 3L * k[c];
+    }
+    double C = 0.0;
+    for (int d = 0; d < 3; d++)
+        C = C + (x[d] - ((t[0] * xk[0][d] + t[1] * xk[1][d]) + t[2] * xk[2][d])) * n[d];
+    C = C - sep;
+    if (!(C < 0.0)) return 0;
+    double wi = s->inv_mass[i];
+    const double *si = s->support + 3L * i;
+    if ((si[0] * n[0] + si[1] * n[1]) + si[2] * n[2] < 0.0) wi = 0.0;
+    for (int c = 0; c < 3; c++) {
+        const double *sk = s->support + 3L * k[c];
+        w[c] = ((sk[0] * n[0] + sk[1] * n[1]) + sk[2] * n[2] > 0.0) ? 0.0 : s->inv_mass[k[c]];
+    }
+    double W = ((wi + t[0] * t[0] * w[0]) + t[1] * t[1] * w[1]) + t[2] * t[2] * w[2];
+    if (!(W > 0.0)) return 0;
+    double inv_w = 1.0 / W, lam = -C * inv_w;
+    for (int d = 0; d < 3; d++) x[d] = x[d] + wi * lam * n[d];
+    for (int c = 0; c < 3; c++)
+        for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d];
+    double *v = s->vel + 3L * i, vr[3], vn = 0.0;
+    for (int d = 0; d < 3; d++) {
+        vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d]);
+        vn = vn + vr[d] * n[d];
+    }
+    double follow = -C * s->inv_h, cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
+    if (follow > cap) follow = cap;
+    double target = vn < 0.0 ? ((-vn > s->rest_speed) ? -e * vn : 0.0) : vn;
+    double dvn = (target > vn + follow ? target : vn + follow) - vn;
+    double P = dvn * inv_w, limit = mu * dvn;
+    /* the substep's relative tangential displacement */
+    const double *p = s->prev_pos + 3L * i;
+    double sd[3], vt[3], pt[3], sn = 0.0, st2 = 0.0, vt2 = 0.0;
+    for (int d = 0; d < 3; d++) {
+        sd[d] = (x[d] - p[d]) - ((t[0] * (xk[0][d] - pk[0][d]) + t[1] * (xk[1][d] - pk[1][d]))
+                                 + t[2] * (xk[2][d] - pk[2][d]));
+        sn = sn + sd[d] * n[d];
+        vt[d] = vr[d] - vn * n[d];
+    }
+    for (int d = 0; d < 3; d++) {
+        sd[d] = sd[d] - sn * n[d];
+        st2 = st2 + sd[d] * sd[d];
+        vt2 = vt2 + vt[d] * vt[d];
+    }
+    double slip = limit * s->h, vt_len;
+    if (st2 <= slip * slip) { /* static: undo it, and stop the relative tangential motion */
+        for (int d = 0; d < 3; d++) sd[d] = sd[d] * inv_w;
+        for (int d = 0; d < 3; d++) x[d] = x[d] - wi * sd[d];
+        for (int c = 0; c < 3; c++)
+            for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] + t[c] * w[c] * sd[d];
+        for (int d = 0; d < 3; d++) pt[d] = -vt[d] * inv_w;
+    } else if ((vt_len = sqrt(vt2)) > limit) {
+        double kk = limit / (vt_len * W);
+        for (int d = 0; d < 3; d++) pt[d] = -vt[d] * kk;
+    } else {
+        for (int d = 0; d < 3; d++) pt[d] = -vt[d] * inv_w;
+    }
+    double j[3];
+    for (int d = 0; d < 3; d++) {
+        j[d] = P * n[d] + pt[d];
+        v[d] = v[d] + wi * j[d];
+    }
+    for (int c = 0; c < 3; c++)
+        for (int d = 0; d < 3; d++) vk[c][d] = vk[c][d] - t[c] * w[c] * j[d];
+    note_move(s, i);
+    for (int c = 0; c < 3; c++) note_move(s, k[c]);
+    s->contact_body[i] = report;
+    for (int d = 0; d < 3; d++) {
+        s->contact_point[3L * i + d] = q[d];
+        s->contact_normal[3L * i + d] = n[d];
+    }
+    s->contact_impulse[i] = s->contact_impulse[i] + P;
+    return 1;
+}
+
+static int in_range(const int32_t *rows, int count, int i)
+{
+    for (int k = 0; k < count; k++)
+        if (rows[k] == i) return 1;
+    return 0;
+}
+
+/* The side of projected edge (u, v) that p is on, computed from the lower row so both
+ * triangles of an edge see exactly opposite values; 1 if the triangle running u -> v (with
+ * orientation sign `sigma`) claims p (see the essay). */
+static inline int claims(const double *pos, int iu, int iv, double sigma, double px, double py)
+{
+    int lo = iu < iv ? iu : iv, hi = iu < iv ? iv : iu;
+    const double *a = pos + 3L * lo, *b = pos + 3L * hi;
+    double E = (b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0]);
+    if (lo != iu) E = -E;
+    E = sigma * E;
+    if (E > 0.0) return 1;
+    if (E < 0.0 || E != E) return 0;
+    const double *u = pos + 3L * iu, *v = pos + 3L * iv;
+    double dx = sigma * (v[0] - u[0]), dy = sigma * (v[1] - u[1]);
+    return dy > 0.0 || (dy == 0.0 && dx < 0.0);
+}
+
+/* Whether the ray from p toward +z crosses triangle f of tri (see the essay) */
+static int crosses(const double *pos, const int32_t *tri, int f, double px, double py, double pz)
+{
+    int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
+    const double *a = pos + 3L * ia, *b = pos + 3L * ib, *c = pos + 3L * ic;
+    if ((a[2] <= pz) & (b[2] <= pz) & (c[2] <= pz)) return 0; /* wholly below */
+    if ((a[0] < px) & (b[0] < px) & (c[0] < px)) return 0;
+    if ((a[0] > px) & (b[0] > px) & (c[0] > px)) return 0;
+    if ((a[1] < py) & (b[1] < py) & (c[1] < py)) return 0;
+    if ((a[1] > py) & (b[1] > py) & (c[1] > py)) return 0;
+    double ux = b[0] - a[0], uy = b[1] - a[1], uz = b[2] - a[2];
+    double vx = c[0] - a[0], vy = c[1] - a[1], vz = c[2] - a[2];
+    double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    if (nz == 0.0) return 0; /* seen edge-on */
+    double sigma = nz > 0.0 ? 1.0 : -1.0;
+    if (!(claims(pos, ia, ib, sigma, px, py) && claims(pos, ib, ic, sigma, px, py)
+          && claims(pos, ic, ia, sigma, px, py)))
+        return 0;
+    double side = ((px - a[0]) * nx + (py - a[1]) * ny) + (pz - a[2]) * nz;
+    return sigma * side < 0.0; /* the plane is above p */
+}
+
+/* Whether box g (lo x, y, z, hi x, y, z) may hold a triangle the ray from p toward +z crosses */
+static inline int spans(const double *g, double px, double py, double pz)
+{
+    return !((px < g[0]) | (px > g[3]) | (py < g[1]) | (py > g[4]) | (pz > g[5]));
+}
+
+/* Whether p is inside the closed surface tri[0 .. 3m) of the current positions (the parity
+ * of the triangles a ray toward +z crosses). With `box` (each triangle's box at the pass's
+ * start, grown by g, 12 numbers a triangle, and each run of PS_CHUNK triangles' box),
+ * triangles (and runs) whose box does not span p in x and y
+ * or reach above it are passed over: the caller gives boxes only while no particle has moved
+ * more than g / 2 since the pass's start, so such a triangle cannot be crossed and the answer
+ * is the same. */
+static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *box)
+{
+    int odd = 0;
+    double px = p[0], py = p[1], pz = p[2];
+    if (!box) {
+        for (int f = 0; f < m; f++) odd ^= crosses(pos, tri, f, px, py, pz);
+        return odd;
+    }
+    for (int f0 = 0; f0 < m; f0 += PS_CHUNK) {
+        if (!spans(box + 12L * f0 + 6, px, py, pz)) continue;
+        int f1 = f0 + PS_CHUNK < m ? f0 + PS_CHUNK : m;
+        for (int f = f0; f < f1; f++)
+            if (spans(box + 12L * f, px, py, pz)) odd ^= crosses(pos, tri, f, px, py, pz);
+    }
+    return odd;
+}
+
+/* The point of triangle (a, b, c) nearest p (Ericson, "Real-Time Collision Detection"
+ * 5.1.5): its barycentric weights t[3]; returns the squared distance. */
+static double nearest(const double *a, const double *b, const double *c, const double *p, double t[3])
+{
+    double ab[3], ac[3], ap[3], bp[3], cp[3];
+    for (int d = 0; d < 3; d++) {
+        ab[d] = b[d] - a[d];
+        ac[d] = c[d] - a[d];
+        ap[d] = p[d] - a[d];
+        bp[d] = p[d] - b[d];
+        cp[d] = p[d] - c[d];
+    }
+    double d1 = (ab[0] * ap[0] + ab[1] * ap[1]) + ab[2] * ap[2];
+    double d2 = (ac[0] * ap[0] + ac[1] * ap[1]) + ac[2] * ap[2];
+    double d3 = (ab[0] * bp[0] + ab[1] * bp[1]) + ab[2] * bp[2];
+    double d4 = (ac[0] * bp[0] + ac[1] * bp[1]) + ac[2] * bp[2];
+    double d5 = (ab[0] * cp[0] + ab[1] * cp[1]) + ab[2] * cp[2];
+    double d6 = (ac[0] * cp[0] + ac[1] * cp[1]) + ac[2] * cp[2];
+    double vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
+    if (d1 <= 0.0 && d2 <= 0.0) {
+        t[0] = 1.0, t[1] = 0.0, t[2] = 0.0;
+    } else if (d3 >= 0.0 && d4 <= d3) {
+        t[0] = 0.0, t[1] = 1.0, t[2] = 0.0;
+    } else if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+        double v = d1 / (d1 - d3);
+        t[0] = 1.0 - v, t[1] = v, t[2] = 0.0;
+    } else if (d6 >= 0.0 && d5 <= d6) {
+        t[0] = 0.0, t[1] = 0.0, t[2] = 1.0;
+    } else if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+        double w = d2 / (d2 - d6);
+        t[0] = 1.0 - w, t[1] = 0.0, t[2] = w;
+    } else if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+        double w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        t[0] = 0.0, t[1] = 1.0 - w, t[2] = w;
+    } else {
+        double den = (va + vb) + vc;
+        double v = vb / den, w = vc / den;
+        t[0] = (1.0 - v) - w, t[1] = v, t[2] = w;
+    }
+    double r = 0.0;
+    for (int d = 0; d < 3; d++) {
+        double q = (t[0] * a[d] + t[1] * b[d]) + t[2] * c[d], e = p[d] - q;
+        r = r + e * e;
+    }
+    return r;
+}
+
+static inline void cross3(const double *u, const double *v, double *out)
+{
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+/* (b - a) x (c - a) of rows a, b, c of x */
+static inline void normal_of(const double *x, int ia, int ib, int ic, double *out)
+{
+    const double *a = x + 3L * ia, *b = x + 3L * ib, *c = x + 3L * ic;
+    double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    cross3(u, v, out);
+}
+
+static inline double dot3(const double *u, const double *v)
+{
+    return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2];
+}
+
+/* The outward normal at the point of triangle k with weights t: the triangle's own inside it;
+ * on an edge or at a corner, the mean of the unit normals of every triangle of the surface
+ * tri[0 .. 3m) that holds that edge or corner (ascending), so a particle resting on a corner
+ * or an edge is pushed straight out of it, not along whichever triangle comes first (on a
+ * lattice lined up with another, every particle rests on a corner). Returns 0 if it has no
+ * direction. */
+static int feature_normal(const double *pos, const int32_t *tri, int m, const int k[3],
+                          const double t[3], double n[3])
+{
+    double sum[3] = {0.0, 0.0, 0.0}, nt[3];
+    if (t[0] != 0.0 && t[1] != 0.0 && t[2] != 0.0) {
+        normal_of(pos, k[0], k[1], k[2], nt);
+        double len = sqrt(dot3(nt, nt));
+        if (!(len > PS_MIN_LENGTH)) return 0;
+        for (int d = 0; d < 3; d++) n[d] = nt[d] / len;
+        return 1;
+    }
+    for (int g = 0; g < m; g++) {
+        const int32_t *r = tri + 3 * g;
+        int holds = 1;
+        for (int c = 0; c < 3 && holds; c++)
+            if (t[c] != 0.0) holds = r[0] == k[c] || r[1] == k[c] || r[2] == k[c];
+        if (!holds) continue;
+        normal_of(pos, r[0], r[1], r[2], nt);
+        double len = sqrt(dot3(nt, nt));
+        if (!(len > PS_MIN_LENGTH)) continue;
+        for (int d = 0; d < 3; d++) sum[d] = sum[d] + nt[d] / len;
+    }
+    double len = sqrt(dot3(sum, sum));
+    if (!(len > PS_MIN_LENGTH)) return 0;
+    for (int d = 0; d < 3; d++) n[d] = sum[d] / len;
+    return 1;
+}
+
+/* Whether box g (lo x, y, z, hi x, y, z) holds p */
+static inline int holds(const double *g, const double *p)
+{
+    return !((p[0] < g[0]) | (p[0] > g[3]) | (p[1] < g[1]) | (p[1] > g[4]) | (p[2] < g[2]) | (p[2] > g[5]));
+}
+
+/* Particle i against body B's surface (see the essay). Returns 1 on contact. */
+static int face_contact(const Scene *s, int i, int B, double grown)
+{
+    int o_i = s->owner[i];
+    if (o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B], s->member_count[B], i)))
+        return 0; /* a surface meets its own particles as particle pairs */
+    if (!(s->flags[B] & PS_CLOSED)) return 0;
+    if (!(cat_of(s, i) & (uint32_t)s->body_mask[B]) || !((uint32_t)s->body_category[B] & mask_of(s, i)))
+        return 0;
+    const int32_t *tri = s->outline + s->outline_start[B];
+    int m = s->outline_count[B] / 3;
+    const double *pos = s->pos, *prev = s->prev_pos, *x = pos + 3L * i, *p = prev + 3L * i;
+    const double *boxes = s->tbox + 4L * s->outline_start[B];
+    int in = inside(pos, tri, m, x, *s->moved < 0.5 * grown ? boxes : NULL);
+    int entry = -1;
+    if (in) { /* the triangle nearest the start, of those whose plane i is behind now */
+        double best = 0.0, tf[3];
+        for (int f = 0; f < m; f++) {
+            int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
+            double n1[3];
+            normal_of(pos, ia, ib, ic, n1);
+            const double *a1 = pos + 3L * ia;
+            double d1[3] = {x[0] - a1[0], x[1] - a1[1], x[2] - a1[2]};
+            if (!(dot3(n1, d1) < 0.0)) continue;
+            double d2 = nearest(prev + 3L * ia, prev + 3L * ib, prev + 3L * ic, p, tf);
+            if (entry < 0 || d2 < best) {
+                best = d2;
+                entry = f;
+            }
+        }
+    }
+    int f = entry;
+    double t[3] = {0.0, 0.0, 0.0};
+    if (f >= 0) {
+        nearest(pos + 3L * tri[3 * f], pos + 3L * tri[3 * f + 1], pos + 3L * tri[3 * f + 2], x, t);
+    } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
+        double best = 0.0, tf[3];
+        const double *xs = s->snap + 3L * i;
+        for (int g = 0; g < m; g++) {
+            if (g % PS_CHUNK == 0 && !holds(boxes + 12L * g + 6, xs)) {
+                g += PS_CHUNK - 1; /* the whole run */
+                continue;
+            }
+            if (!holds(boxes + 12L * g, xs)) continue;
+            double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
+                                pos + 3L * tri[3 * g + 2], x, tf);
+            if (f < 0 || d2 < best) {
+                best = d2;
+                f = g;
+                t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
+            }
+        }
+        if (f < 0) return 0;
+    }
+    int k[3] = {tri[3 * f], tri[3 * f + 1], tri[3 * f + 2]};
+    double q[3], dv[3], n[3];
+    for (int d = 0; d < 3; d++) {
+        q[d] = (t[0] * pos[3L * k[0] + d] + t[1] * pos[3L * k[1] + d]) + t[2] * pos[3L * k[2] + d];
+        dv[d] = x[d] - q[d];
+    }
+    double dist = 0.0;
+    if (!in && entry < 0) dist = sqrt(dot3(dv, dv));
+    if (in || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
+        if (!feature_normal(pos, tri, m, k, t, n)) return 0;
+    } else {
+        for (int d = 0; d < 3; d++) n[d] = dv[d] / dist;
+    }
+    double nt[3];
+    normal_of(pos, k[0], k[1], k[2], nt);
+    double skin = PS_SURFACE_SKIN * sqrt(sqrt(dot3(nt, nt))); /* of the triangle's size */
+    double sep = s->radius[i] + ((t[0] * s->radius[k[0]] + t[1] * s->radius[k[1]]) + t[2] * s->radius[k[2]]);
+    sep = sep + skin;
+    double mu = sqrt(mu_of(s, i) * s->body_friction[B]);
+    double e_i = e_of(s, i), e_b = s->body_restitution[B];
+    return resolve(s, i, k, t, n, sep, mu, e_i > e_b ? e_i : e_b, B, q);
+}
+
+static int pair_allowed(const Scene *s, int i, int j)
+{
+    int oi = s->owner[i], oj = s->owner[j];
+    if (oi == oj && oi >= 0) {
+        if (!(s->flags[oi] & PS_SELF)) return 0;
+        const double *ri = s->rest_pos + 3L * i, *rj = s->rest_pos + 3L * j;
+        double dx = rj[0] - ri[0], dy = rj[1] - ri[1], dz = rj[2] - ri[2], r = s->radius[i] + s->radius[j];
+        return (dx * dx + dy * dy) + dz * dz >= r * r; /* neighbours at rest never collide */
+    }
+    if ((oi >= 0 && (s->flags[oi] & PS_CLOSED)) || (oj >= 0 && (s->flags[oj] & PS_CLOSED))) return 0;
+    return (cat_of(s, i) & mask_of(s, j)) && (cat_of(s, j) & mask_of(s, i));
+}
+
+static inline int grid_particle(const Scene *s, int i, int particle_collisions)
+{
+    if (!(s->radius[i] > 0.0)) return 0;
+    int o = s->owner[i];
+    if (o == -1) return particle_collisions;
+    if (o < 0) return 0;
+    return !(s->flags[o] & PS_CLOSED) || (s->flags[o] & PS_SELF);
+}
+
+static void prefix(int32_t *start, int nbuckets)
+{
+    for (int k = 0; k < nbuckets; k++) start[k + 1] += start[k];
+}
+
+static void shift_back(int32_t *start, int nbuckets)
+{
+    for (int k = nbuckets; k > 0; k--) start[k] = start[k - 1];
+    start[0] = 0;
+}
+
+static int pair_contact(const Scene *s, int i, int j)
+{
+    const double *xi = s->pos + 3L * i, *xj = s->pos + 3L * j;
+    double dv[3] = {xi[0] - xj[0], xi[1] - xj[1], xi[2] - xj[2]}, n[3] = {0.0, 1.0, 0.0};
+    double d = sqrt(dot3(dv, dv));
+    if (d > PS_MIN_LENGTH)
+        for (int c = 0; c < 3; c++) n[c] = dv[c] / d;
+    double rj = s->radius[j], ei = e_of(s, i), ej = e_of(s, j), q[3];
+    for (int c = 0; c < 3; c++) q[c] = xj[c] + rj * n[c];
+    int oj = s->owner[j], k[3] = {j, j, j};
+    double t[3] = {1.0, 0.0, 0.0};
+    return resolve(s, i, k, t, n, s->radius[i] + rj, sqrt(mu_of(s, i) * mu_of(s, j)), ei > ej ? ei : ej,
+                   oj >= 0 ? oj : PS_SHARED, q);
+}
+
+static inline uint64_t mix(uint64_t h, int32_t v)
+{
+    return (h ^ (uint32_t)v) * 1099511628211ULL;
+}
+
+static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
+                           const double *snap, const double *aabb, double grow,
+                           const int32_t *bucket_start, const int32_t *bucket_body, int hb,
+                           double ib, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                           int npairs)
+{
+    int used = 0;
+    for (int i = first; i < n; i++) {
+        int own = s->owner[i], count = 0, last = -1;
+        fat_first[i] = used;
+        fat_count[i] = 0;
+        if (own == -1 && !particle_collisions) continue;
+        double x = snap[3L * i], y = snap[3L * i + 1], z = snap[3L * i + 2];
+        int k = bucket_of(cell_of(x, ib), cell_of(y, ib), cell_of(z, ib), hb);
+        for (int e = bucket_start[k]; e < bucket_start[k + 1]; e++) {
+            int b = bucket_body[e];
+            if (b == last) continue;
+            last = b;
+            if (b == own) continue;
+            const double *box = aabb + PS_BOX * (long)b;
+            if ((x < box[0] - grow) | (x > box[3] + grow) | (y < box[1] - grow) | (y > box[4] + grow)
+                | (z < box[2] - grow) | (z > box[5] + grow))
+                continue;
+            if (used + count == npairs) return i;
+            /* bodies ascending: a body's cells may reach the bucket in any order */
+            int at = count;
+            while (at > 0 && fat_body[used + at - 1] > b) at--;
+            if (at > 0 && fat_body[used + at - 1] == b) continue;
+            for (int q = count; q > at; q--) fat_body[used + q] = fat_body[used + q - 1];
+            fat_body[used + at] = b;
+            count++;
+        }
+        fat_count[i] = count;
+        used += count;
+    }
+    return n;
+}
+
+int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double *contact_point,
+                        double *contact_normal, double *contact_impulse, double *snap,
+                        double *aabb, int32_t *bucket_start, int32_t *bucket_body,
+                        int32_t *cell_start, int32_t *cell_particle, int32_t *near,
+                        double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
+                        double *fat_state, const double *prev_pos, const double *support,
+                        const double *radius, const double *inv_mass,
+                        const int32_t *owner, const int32_t *category, const int32_t *mask,
+                        const double *friction, const double *restitution, const double *rest_pos,
+                        const int32_t *outline, const int32_t *outline_start,
+                        const int32_t *outline_count, const int32_t *member,
+                        const int32_t *member_start, const int32_t *member_count,
+                        const int32_t *body_flags, const int32_t *body_category,
+                        const int32_t *body_mask, const double *body_friction,
+                        const double *body_restitution, int n, int nb, int nbuckets,
+                        int nentries, int npairs, int iterations, int particle_collisions,
+                        double h, double rest_speed)
+{
+    double moved = 0.0;
+    Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
+               support, radius, inv_mass, friction, restitution, rest_pos, owner, category,
+               mask, outline, outline_start, outline_count, member, member_start, member_count,
+               body_flags, body_category, body_mask, body_friction, body_restitution, snap, edge,
+               &moved, h, 1.0 / h, rest_speed};
+    int listed = fat_state[0] == 1.0;
+    double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
+    uint64_t sig = 14695981039346656037ULL;
+    int ngrid = 0;
+    for (int i = 0; i < n; i++) {
+        double dd = 0.0;
+        for (int d = 0; d < 3; d++) {
+            double c = pos[3L * i + d], e = c - fat_pos[3L * i + d];
+            snap[3L * i + d] = c;
+            dd = dd + e * e;
+        }
+        if (radius[i] > rmax) rmax = radius[i];
+        if (grid_particle(&s, i, particle_collisions)) {
+            ngrid++;
+            if (radius[i] > rgrid) rgrid = radius[i];
+        }
+        listed &= dd <= slack2;
+        sig = mix(sig, owner[i]);
+    }
+    double margin = 2.0 * rmax, extent = 0.0;
+    int targets = 0;
+    for (int b = 0; b < nb; b++) {
+        double *box = aabb + PS_BOX * (long)b;
+        box[0] = box[1] = box[2] = 1.0;
+        box[3] = box[4] = box[5] = -1.0;
+        box[6] = 0.0;
+        int m = outline_count[b];
+        sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
+        if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
+        const int32_t *o = outline + outline_start[b];
+        double lo[3], hi[3];
+        for (int d = 0; d < 3; d++) lo[d] = hi[d] = snap[3L * o[0] + d];
+        for (int k = 0; k < m; k++) {
+            sig = mix(sig, o[k]);
+            for (int d = 0; d < 3; d++) {
+                double c = snap[3L * o[k] + d];
+                if (c < lo[d]) lo[d] = c;
+                if (c > hi[d]) hi[d] = c;
+            }
+        }
+        double big = 0.0, side = 0.0;
+        for (int d = 0; d < 3; d++)
+            if (hi[d] - lo[d] > side) side = hi[d] - lo[d];
+        double grown = margin + 2.0 * PS_SURFACE_SKIN * side; /* radii, and the skin */
+        int finite = 1;
+        for (int d = 0; d < 3; d++) finite &= isfinite(lo[d] - grown) && isfinite(hi[d] + grown);
+        if (!finite) continue; /* a body that blew up (the finish pass reports it) */
+        /* each triangle's box, grown alike, in numbers 0-5 of its 12 in edge; the box of each
+         * run of PS_CHUNK triangles in numbers 6-11 of the run's first */
+        for (int f = 0; 3 * f < m; f++) {
+            double *g = edge + 4L * (outline_start[b] + 3L * f);
+            double *run = edge + 4L * (outline_start[b] + 3L * (f - f % PS_CHUNK)) + 6;
+            for (int d = 0; d < 3; d++) {
+                double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
+                       c = snap[3L * o[3 * f + 2] + d];
+                double l = a < bb ? a : bb, u = a > bb ? a : bb;
+                l = c < l ? c : l;
+                u = c > u ? c : u;
+                g[d] = l - grown;
+                g[3 + d] = u + grown;
+                if (f % PS_CHUNK == 0 || g[d] < run[d]) run[d] = g[d];
+                if (f % PS_CHUNK == 0 || g[3 + d] > run[3 + d]) run[3 + d] = g[3 + d];
+            }
+        }
+        for (int d = 0; d < 3; d++) {
+            box[d] = lo[d] - grown;
+            box[3 + d] = hi[d] + grown;
+            if (box[3 + d] - box[d] > big) big = box[3 + d] - box[d];
+        }
+        box[6] = grown;
+        extent += big;
+        targets++;
+    }
+    double sig_hi = (double)(uint32_t)(sig >> 32), sig_lo = (double)(uint32_t)sig;
+    listed &= fat_state[1] == sig_hi && fat_state[2] == sig_lo && fat_state[3] == (double)n
+              && fat_state[4] == (double)nb && fat_state[5] == margin
+              && fat_state[7] == (double)particle_collisions;
+    int hb = 1;
+    double cs = 1.0, ib = 1.0, grow = 0.0;
+    if (targets && !listed) { /* the bodies' hash: each grown box in every cell it covers */
+        cs = 0.5 * extent / targets;
+        if (!(cs > 0.0) || !(cs < 1e300)) cs = 1.0;
+        grow = 0.25 * cs;
+        ib = 1.0 / cs;
+        double total;
+        for (;;) {
+            total = 0.0;
+            for (int b = 0; b < nb; b++) {
+                const double *box = aabb + PS_BOX * (long)b;
+                if (box[0] > box[3]) continue;
+                double cells = 1.0;
+                for (int d = 0; d < 3; d++)
+                    cells *= (double)(cell_of(box[3 + d] + grow, ib) - cell_of(box[d] - grow, ib) + 1);
+                total += cells;
+            }
+            if (total <= (double)nentries) break;
+            cs = 2.0 * cs;
+            ib = 1.0 / cs;
+        }
+        hb = buckets_for((int)total, nbuckets);
+        for (int k = 0; k <= hb; k++) bucket_start[k] = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int b = 0; b < nb; b++) {
+                const double *box = aabb + PS_BOX * (long)b;
+                if (box[0] > box[3]) continue;
+                for (long cx = cell_of(box[0] - grow, ib); cx <= cell_of(box[3] + grow, ib); cx++)
+                    for (long cy = cell_of(box[1] - grow, ib); cy <= cell_of(box[4] + grow, ib); cy++)
+                        for (long cz = cell_of(box[2] - grow, ib); cz <= cell_of(box[5] + grow, ib); cz++) {
+                            int k = bucket_of(cx, cy, cz, hb);
+                            if (pass == 0) bucket_start[k + 1]++;
+                            else bucket_body[bucket_start[k]++] = b;
+                        }
+            }
+            if (pass == 0) prefix(bucket_start, hb);
+        }
+        shift_back(bucket_start, hb);
+    }
+    double pc = 4.0 * rgrid, ip = pc > 0.0 ? 1.0 / pc : 1.0;
+    int hp = 1;
+    if (ngrid >= 2) {
+        hp = buckets_for(ngrid, nbuckets);
+        for (int k = 0; k <= hp; k++) cell_start[k] = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < n; i++) {
+                if (!grid_particle(&s, i, particle_collisions)) continue;
+                int k = bucket_of(cell_of(snap[3L * i], ip), cell_of(snap[3L * i + 1], ip),
+                                  cell_of(snap[3L * i + 2], ip), hp);
+                if (pass == 0) cell_start[k + 1]++;
+                else cell_particle[cell_start[k]++] = i;
+            }
+            if (pass == 0) prefix(cell_start, hp);
+        }
+        shift_back(cell_start, hp);
+    }
+    int contacts = 0;
+    for (int it = 0; it < iterations; it++) {
+        for (int i0 = 0; i0 < n && targets;) {
+            int i1 = n;
+            if (!listed) {
+                i1 = list_candidates(&s, i0, n, particle_collisions, snap, aabb, grow, bucket_start,
+                                     bucket_body, hb, ib, fat_first, fat_count, fat_body, npairs);
+                if (i0 == 0 && i1 == n) {
+                    listed = 1;
+                    memcpy(fat_pos, snap, sizeof(double) * 3 * (size_t)n);
+                    fat_state[0] = 1.0;
+                    fat_state[1] = sig_hi;
+                    fat_state[2] = sig_lo;
+                    fat_state[3] = (double)n;
+                    fat_state[4] = (double)nb;
+                    fat_state[5] = margin;
+                    fat_state[6] = 0.45 * grow;
+                    fat_state[7] = (double)particle_collisions;
+                } else {
+                    fat_state[0] = 0.0;
+                }
+            }
+            for (int i = i0; i < i1; i++) {
+                const double *xs = snap + 3L * i;
+                const int32_t *list = fat_body + fat_first[i];
+                for (int q = 0; q < fat_count[i]; q++) {
+                    const double *box = aabb + PS_BOX * (long)list[q];
+                    if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
+                        | (xs[2] < box[2]) | (xs[2] > box[5]))
+                        continue;
+                    contacts += face_contact(&s, i, list[q], box[6]);
+                }
+            }
+            i0 = i1;
+        }
+        for (int i = 0; i < n && ngrid >= 2; i++) {
+            if (!grid_particle(&s, i, particle_collisions)) continue;
+            const double *xs = snap + 3L * i;
+            long cx = cell_of(xs[0], ip), cy = cell_of(xs[1], ip), cz = cell_of(xs[2], ip);
+            int count = 0;
+            for (long gx = cx - 1; gx <= cx + 1; gx++)
+                for (long gy = cy - 1; gy <= cy + 1; gy++)
+                    for (long gz = cz - 1; gz <= cz + 1; gz++) {
+                        int k = bucket_of(gx, gy, gz, hp);
+                        for (int e = cell_start[k]; e < cell_start[k + 1]; e++) {
+                            int j = cell_particle[e];
+                            if (j <= i) continue;
+                            const double *xj = snap + 3L * j;
+                            double dx = xj[0] - xs[0], dy = xj[1] - xs[1], dz = xj[2] - xs[2];
+                            double r = 2.0 * (radius[i] + radius[j]);
+                            if ((dx * dx + dy * dy) + dz * dz > r * r || !pair_allowed(&s, i, j)) continue;
+                            int at = count;
+                            while (at > 0 && near[at - 1] > j) at--;
+                            if (at > 0 && near[at - 1] == j) continue;
+                            for (int q = count; q > at; q--) near[q] = near[q - 1];
+                            near[at] = j;
+                            count++;
+                        }
+                    }
+            for (int q = 0; q < count; q++) contacts += pair_contact(&s, i, near[q]);
+        }
+    }
+    return contacts;
+}
