@@ -12,6 +12,14 @@ rows, batch by batch) and ``batch_start`` as constraints come and go:
 adding or removing one moves one row per later batch (O(colours)), and a
 row that moves in the constraint table moves one entry of ``order``. A bulk
 addition larger than the rest is recounted in one pass instead.
+
+Those moves leave a batch's constraints in no particular order, and a solve that jumps
+about the particle table waits on memory: a colour batch of 80 tetrahedral cubes built
+one by one was solved a third slower than the same batch in particle order. Before a
+solve after its table changed, :meth:`Batches.tidy` sorts each batch by the lowest
+particle row of its constraints (O(m log m) in NumPy, once per change of the table, not
+per step). No two constraints of a batch share a particle, so their order in it changes
+no result, bit for bit.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ class Batches:
         self.colours = 0  # batches in use (the last one is never empty)
         self.masks: dict[int, int] = {}  # particle entity -> bit mask of the colours it is in
         self.recounts = 0  # full recounts so far (bulk additions)
+        self.tidied = -1  # the table's version when the batches were last sorted (``tidy``)
 
     def add(self, rows: np.ndarray) -> None:
         """Colour and insert the constraints in ``rows`` (just appended to the table)."""
@@ -132,6 +141,23 @@ class Batches:
             start[self.colours] -= 1
             while self.colours and start[self.colours - 1] == start[self.colours]:
                 self.colours -= 1
+
+    def tidy(self, index: str) -> None:
+        """Sort each batch's constraints by the lowest particle row they name (column
+        ``index`` of the table), unless the table is unchanged since the last sort."""
+        T = self.table
+        if T.version == self.tidied:
+            return
+        self.tidied = T.version
+        m = T.n
+        if not m:
+            return
+        start = self.start[: self.colours + 1]
+        order = self.order[:m]
+        batch = np.repeat(np.arange(self.colours, dtype=np.int64), np.diff(start))
+        first = T.arrays[index][:m].reshape(m, -1).min(axis=1)[order]
+        order[:] = order[np.lexsort((order, first, batch))]
+        T.arrays["slot"][order] = np.arange(m, dtype=np.int32)
 
     def moved(self, moved_from: np.ndarray, moved_to: np.ndarray) -> None:
         """Constraint rows ``moved_from`` now live in ``moved_to`` (their slot moved along)."""

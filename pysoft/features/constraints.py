@@ -174,6 +174,7 @@ class _ConstraintTerm:
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         for s in live:  # multipliers accumulate over one substep's iterations
+            s.batches.tidy(s.links.index)
             s.table.arrays["lambda"][: s.table.n] = 0.0
         dim = self.ctx.dim
         for _ in range(self.ctx.settings._constraint_iterations if live else 0):
