@@ -72,7 +72,8 @@ def _tiles(rows: np.ndarray) -> np.ndarray:
     size = np.bincount(label, minlength=count)[by_lowest]
     tile_of = np.empty(count, np.int64)
     tile_of[by_lowest] = (np.cumsum(size) - size) // TILE_PARTICLES
-    return tile_of[label[corner[:, 0]]]
+    tiles: np.ndarray = tile_of[label[corner[:, 0]]]
+    return tiles
 
 
 def _take_colour(masks: dict[int, int], particles: list[int]) -> int:

@@ -408,7 +408,8 @@ def _tet_cubes(count: int, backend: str) -> tuple[pysoft.World, list[int]]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_tiled_solve_plan_gives_the_batch_orders_bits(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tiled_solve_plan_gives_the_batch_orders_bits(backend: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Bodies that share no particle are solved tile by tile (pysoft._coloring): a plan of
     several tiles gives the same bits as one tile, through a removal that renumbers rows."""
     from pysoft import _coloring
