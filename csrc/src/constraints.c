@@ -81,7 +81,10 @@
  * groups into batches (`batch_start`) in which no two constraints share a
  * particle (greedy graph colouring). Within a batch the order cannot change
  * the result, so the NumPy twin solves a batch at once and still matches the
- * C loop bit for bit.
+ * C loop bit for bit. The World hands the kernels a plan of the batches
+ * (pysoft/_coloring.py): tile by tile of bodies that share no particle, each
+ * tile's share of every batch in batch order, which gives the same bits and
+ * keeps a tile's particles in cache.
  *
  * The settle solve (after the collide pass) solves the constraints again with the
  * particles static friction holds in this substep immovable; ps_settle_mass gives it their
@@ -124,10 +127,10 @@
  * not weighted by mass: the members' momentum is kept when their masses are equal (every
  * builder's bodies), and changes by the difference of the two means otherwise.
  *
- * The x86-64-v3 build solves a 2D batch's distance constraints
- * four at a time (AVX2), with the scalar solve's operations in its order, so the same
- * bits (the pinned hashes hold on both builds): one constraint's square root and chain
- * of divisions wait on each other, four of them overlap.
+ * The x86-64-v3 build solves a batch's distance constraints (2D and 3D) and
+ * tetrahedra four at a time (AVX2), with the scalar solve's operations in its order, so
+ * the same bits (the pinned hashes hold on both builds): one constraint's square root and
+ * chain of divisions wait on each other, four of them overlap.
  */
 #include <math.h>
 #include "internal.h"
