@@ -160,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="also print the tables as Markdown (the docs' Benchmarks page)")
     p_bench.add_argument("--peers", action="store_true",
                          help="also time the other engines installed (pymunk) on the same scene")
+    p_bench.add_argument("--models", action="store_true",
+                         help="only the body-model scenes (the 3D XPBD tet cubes among them)")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
@@ -196,7 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return render(args.scene, args.out, args.seconds, args.fps, args.size)
     from pysoft import bench
 
-    results = bench.run(tuple(args.sizes), args.rounds, args.json, with_peers=args.peers)
+    results = bench.run(tuple(args.sizes), args.rounds, args.json, with_peers=args.peers,
+                        models_only=args.models)
     if args.markdown:
         print("\n" + bench.markdown(results))
     return 0

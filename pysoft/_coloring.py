@@ -12,6 +12,17 @@ rows, batch by batch) and ``batch_start`` as constraints come and go:
 adding or removing one moves one row per later batch (O(colours)), and a
 row that moves in the constraint table moves one entry of ``order``. A bulk
 addition larger than the rest is recounted in one pass instead.
+
+The kernels do not solve ``order`` itself but a plan of it (:meth:`Batches.plan`),
+made again before a solve when the table changed: the constraints are cut into tiles
+of whole connected groups (bodies that share no particle) of about TILE_PARTICLES
+particles, and the plan solves tile after tile, each tile's share of every batch in
+batch order, each share sorted by the lowest particle row of its constraints. Two
+constraints of different tiles share no particle, and those of one batch none either,
+so the plan makes every constraint's solve see what the batch order would have shown
+it: the same bits, while a tile's particles stay in cache through all its batches (80
+tetrahedral cubes: a colour batch spans all 10,000 particles, a tile 1,000). A world of
+fewer particles than a tile is one tile.
 """
 
 from __future__ import annotations
@@ -19,6 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from pysoft._store import Field, Store, Table
+
+# The particles a tile of the solve plan holds about (a tile's positions, velocities and
+# inverse masses, 80 KB, stay in a core's L2 cache through its batches)
+TILE_PARTICLES = 1024
 
 
 def batches(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,6 +48,32 @@ def batches(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     counts = np.bincount(colour, minlength=1 if m else 0)
     batch_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     return order, batch_start
+
+
+def _tiles(rows: np.ndarray) -> np.ndarray:
+    """Each constraint's tile: the groups of constraints joined through shared particles
+    (``rows``: (m, k) particle rows), in the order of their lowest particle row, cut into
+    tiles of about TILE_PARTICLES particles (a larger group is a tile of its own)."""
+    nodes, inverse = np.unique(rows, return_inverse=True)
+    if len(nodes) <= TILE_PARTICLES:
+        return np.zeros(len(rows), np.int64)
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+    from scipy.sparse.csgraph import connected_components  # type: ignore[import-untyped]
+
+    corner = inverse.reshape(rows.shape)
+    k = rows.shape[1]
+    graph = coo_matrix((np.ones(len(rows) * (k - 1), np.int8),
+                        (np.repeat(corner[:, 0], k - 1), corner[:, 1:].ravel())),
+                       shape=(len(nodes), len(nodes)))
+    count, label = connected_components(graph, directed=False)
+    lowest = np.full(count, len(nodes))
+    np.minimum.at(lowest, label, np.arange(len(nodes)))
+    by_lowest = np.argsort(lowest, kind="stable")
+    size = np.bincount(label, minlength=count)[by_lowest]
+    tile_of = np.empty(count, np.int64)
+    tile_of[by_lowest] = (np.cumsum(size) - size) // TILE_PARTICLES
+    tiles: np.ndarray = tile_of[label[corner[:, 0]]]
+    return tiles
 
 
 def _take_colour(masks: dict[int, int], particles: list[int]) -> int:
@@ -64,6 +105,13 @@ class Batches:
         self.colours = 0  # batches in use (the last one is never empty)
         self.masks: dict[int, int] = {}  # particle entity -> bit mask of the colours it is in
         self.recounts = 0  # full recounts so far (bulk additions)
+        # the solve plan (``plan``): constraint rows tile by tile, each tile batch by batch
+        self.plan_order = store.work_table(f"{table.name}.plan", {"row": Field((), np.int32)},
+                                           table.capacity, exact=True).arrays["row"]
+        self.plan_start = store.work_table(f"{table.name}.plan_batches", {"start": Field((), np.int32)},
+                                           table.capacity + 1, exact=True).arrays["start"]
+        self.planned = 0  # the plan's batches
+        self.planned_for = -1  # the table's version the plan was made for
 
     def add(self, rows: np.ndarray) -> None:
         """Colour and insert the constraints in ``rows`` (just appended to the table)."""
@@ -132,6 +180,30 @@ class Batches:
             start[self.colours] -= 1
             while self.colours and start[self.colours - 1] == start[self.colours]:
                 self.colours -= 1
+
+    def plan(self, index: str) -> int:
+        """The solve plan (``plan_order``, ``plan_start``; see the module docstring) for the
+        particle rows in column ``index`` of the table, made again only if the table changed
+        since the last; returns its number of batches."""
+        T = self.table
+        if T.version == self.planned_for:
+            return self.planned
+        self.planned_for = T.version
+        m = T.n
+        self.plan_start[0] = 0
+        if not m:
+            self.planned = 0
+            return 0
+        rows = T.arrays[index][:m].reshape(m, -1).astype(np.int64)
+        colour = T.arrays["colour"][:m].astype(np.int64)
+        tile = _tiles(rows)
+        order = np.lexsort((np.arange(m), rows.min(axis=1), colour, tile))
+        key = tile[order] * (int(colour.max()) + 1) + colour[order]
+        start = np.concatenate([[0], np.flatnonzero(np.diff(key)) + 1, [m]])
+        self.planned = len(start) - 1
+        self.plan_order[:m] = order
+        self.plan_start[: self.planned + 1] = start
+        return self.planned
 
     def moved(self, moved_from: np.ndarray, moved_to: np.ndarray) -> None:
         """Constraint rows ``moved_from`` now live in ``moved_to`` (their slot moved along)."""

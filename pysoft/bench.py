@@ -680,15 +680,36 @@ def machine() -> str:
            f"{platform.python_version()}, numpy {np.__version__}"
 
 
+def _models(rounds: int, echo: Callable[[str], Any]) -> list[dict[str, Any]]:
+    """``bench_models`` with its report (the 3D row against its target)."""
+    echo("\nbody models, 60 Hz frames of 8 substeps (ms per frame; passes summed over substeps)")
+    models = bench_models(max(1, rounds // 2))
+    for m in models:
+        echo(f"{m['scene']:>20}: {m['particles']} particles, {m['springs']} springs, "
+             f"{m['constraints']} constraints, {m['bodies']} bodies: {m['frame_ms']:.2f} ms "
+             f"(" + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + ")")
+        if m["scene"].startswith("3D"):
+            fps = 1e3 / m["frame_ms"]
+            echo(f"{'':>20}  {fps:.0f} frames/s (target >= {TET_CUBES_TARGET:.0f} on one thread: "
+                 f"{'met' if fps >= TET_CUBES_TARGET else 'NOT met'}), "
+                 f"{m['ns_per_constraint_iteration']:.2f} ns per constraint-iteration")
+    return models
+
+
 def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
         json_path: str | None = None, echo: Callable[[str], Any] = print,
-        with_peers: bool = False) -> dict[str, Any]:
-    """Run the whole benchmark, print a report and return the figures."""
+        with_peers: bool = False, models_only: bool = False) -> dict[str, Any]:
+    """Run the whole benchmark (``models_only``: only the body-model scenes), print a report
+    and return the figures."""
     _native.require()
     echo(f"pysoft bench -- {time.strftime('%Y-%m-%d')} -- {machine()}")
     echo(f"C core flags: {_native.compile_flags()}")
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
                                "flags": _native.compile_flags(), "scenes": [], "kernels": []}
+    if models_only:
+        results["models"] = _models(rounds, echo)
+        _write(results, json_path, echo)
+        return results
     echo("\nscene 'boxes' (dt 1/240 s, 1 substep, symplectic Euler)")
     echo(f"{'particles':>10} {'springs':>8} {'build s':>8} {'step ms':>8} {'steps/s':>9} "
          f"{'Mpart-steps/s':>13} {'ns/spring':>9} {'ref ms':>7} {'vs ref':>6} {'binding':>7} "
@@ -717,17 +738,7 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
     echo(f"\nscene 'obstacle course': {c['particles']} particles, {c['colliders']} colliders, "
          f"{c['contacts']} in contact: collide pass {c['collide_ms']:.3f} ms per step, "
          f"{c['ns_per_test']:.2f} ns per particle-collider test")
-    echo("\nbody models, 60 Hz frames of 8 substeps (ms per frame; passes summed over substeps)")
-    results["models"] = bench_models(max(1, rounds // 2))
-    for m in results["models"]:
-        echo(f"{m['scene']:>20}: {m['particles']} particles, {m['springs']} springs, "
-             f"{m['constraints']} constraints, {m['bodies']} bodies: {m['frame_ms']:.2f} ms "
-             f"(" + ", ".join(f"{k} {v:.2f}" for k, v in m["passes_ms"].items()) + ")")
-        if m["scene"].startswith("3D"):
-            fps = 1e3 / m["frame_ms"]
-            echo(f"{'':>20}  {fps:.0f} frames/s (target >= {TET_CUBES_TARGET:.0f} on one thread: "
-                 f"{'met' if fps >= TET_CUBES_TARGET else 'NOT met'}), "
-                 f"{m['ns_per_constraint_iteration']:.2f} ns per constraint-iteration")
+    results["models"] = _models(rounds, echo)
     ch = bench_changes()
     results["changes"] = ch
     echo(f"\na world that changes: XPBD cloth, {ch['particles']} particles, {ch['constraints']} "
@@ -786,8 +797,13 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
                  f"pysoft {flex['pysoft_over_mujoco']:.1f}x faster"
                  + ("" if flex["landed"] else f" (its cubes did not land: lowest {flex['lowest']:.3f} m, "
                     f"fastest {flex['fastest']:.3f} m/s: the figure does not count)"))
+    _write(results, json_path, echo)
+    return results
+
+
+def _write(results: dict[str, Any], json_path: str | None, echo: Callable[[str], Any]) -> None:
+    """The figures to ``json_path`` (if given)."""
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(results, fh, indent=2)
         echo(f"\nfigures written to {json_path}")
-    return results

@@ -397,3 +397,35 @@ def test_untangle_leaves_alone(backend: str, case: str, owner_of_7: int) -> None
         assert _untangle(backend, h, support, rest_volume, 0) == [1]
     else:  # and not pressed
         assert _untangle(backend, h, np.zeros((8, 2)), rest_volume, owner_of_7) == [1]
+
+
+def _tet_cubes(count: int, backend: str) -> tuple[pysoft.World, list[int]]:
+    w = pysoft.World(dim=3, integrator="xpbd", backend=backend)
+    w.add_collider(pysoft.Plane(normal=(0.0, 1.0, 0.0), offset=0.0), restitution=0.0, friction=0.0)
+    cubes = [build.cube(w, center=(c * 0.4, 0.2, 0.0), size=0.3, cells=3, model="xpbd", compliance=1e-4)
+             for c in range(count)]
+    return w, cubes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_tiled_solve_plan_gives_the_batch_orders_bits(backend: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bodies that share no particle are solved tile by tile (pysoft._coloring): a plan of
+    several tiles gives the same bits as one tile, through a removal that renumbers rows."""
+    from pysoft import _coloring
+    from pysoft.features.constraints import Constraints
+
+    def run(tile: int) -> tuple[np.ndarray, np.ndarray, int]:
+        monkeypatch.setattr(_coloring, "TILE_PARTICLES", tile)
+        w, cubes = _tet_cubes(6, backend)  # 64 particles a cube
+        for frame in range(12):
+            if frame == 5:
+                w.remove(w.body(cubes[1]).particles[0])
+            w.step()
+        volumes = w._features.get(Constraints).volumes.batches
+        return w.positions.copy(), w.velocities.copy(), volumes.planned
+
+    x1, v1, one = run(10**9)
+    x2, v2, tiled = run(100)
+    assert tiled > one  # the small tiles did cut the batches
+    assert np.array_equal(x1, x2) and np.array_equal(v1, v2)

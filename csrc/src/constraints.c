@@ -39,7 +39,8 @@
  * volume:   2D triangle, C = A - A0 with A = 1/2 (x2 - x1) x (x3 - x1),
  *           g1 = 1/2 (y2 - y3, x3 - x2) and cyclically;
  *           3D tetrahedron, C = V - V0 with V = 1/6 (x2-x1) . ((x3-x1) x (x4-x1)),
- *           g_i = 1/6 (x_b - x_a) x (x_c - x_a) over the faces opposite i.
+ *           g_i = 1/6 (x_b - x_a) x (x_c - x_a) over the faces opposite i
+ *           (solved in six times these gradients: volume_tet).
  *
  * material (3D tetrahedra): with the rest edge matrix Dm = [X1 - X0, X2 - X0, X3 - X0] (its
  *           inverse stored, row-major) and the current one Ds, F = Ds Dm^-1 (I at rest,
@@ -80,7 +81,10 @@
  * groups into batches (`batch_start`) in which no two constraints share a
  * particle (greedy graph colouring). Within a batch the order cannot change
  * the result, so the NumPy twin solves a batch at once and still matches the
- * C loop bit for bit.
+ * C loop bit for bit. The World hands the kernels a plan of the batches
+ * (pysoft/_coloring.py): tile by tile of bodies that share no particle, each
+ * tile's share of every batch in batch order, which gives the same bits and
+ * keeps a tile's particles in cache.
  *
  * The settle solve (after the collide pass) solves the constraints again with the
  * particles static friction holds in this substep immovable; ps_settle_mass gives it their
@@ -123,10 +127,10 @@
  * not weighted by mass: the members' momentum is kept when their masses are equal (every
  * builder's bodies), and changes by the difference of the two means otherwise.
  *
- * The x86-64-v3 build solves a 2D batch's distance constraints
- * four at a time (AVX2), with the scalar solve's operations in its order, so the same
- * bits (the pinned hashes hold on both builds): one constraint's square root and chain
- * of divisions wait on each other, four of them overlap.
+ * The x86-64-v3 build solves a batch's distance constraints (2D and 3D) and
+ * tetrahedra four at a time (AVX2), with the scalar solve's operations in its order, so
+ * the same bits (the pinned hashes hold on both builds): one constraint's square root and
+ * chain of divisions wait on each other, four of them overlap.
  */
 #include <math.h>
 #include "internal.h"
@@ -183,6 +187,39 @@ PS_INLINE void distance_one(double *pos, double *vel, double *withheld, double *
         vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
         if (f < 1.0) withhold(withheld, a * dim + c, b * dim + c, da, db, inv_h, f);
     }
+}
+
+/* Distance constraint j in 3D: distance_one's solve with the unit direction g = d (1 / |d|),
+ * one division where g = d / |d| took three. */
+PS_INLINE void distance_3d(double *pos, double *vel, double *withheld, double *lambda,
+                           const double *inv_mass, const int32_t *pairs,
+                           const double *rest_length, const double *compliance, int j,
+                           double inv_h, double hh)
+{
+    long a = pairs[2 * j], b = pairs[2 * j + 1];
+    double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
+    if (w == 0.0) return;
+    double *xa = pos + 3 * a, *xb = pos + 3 * b, *va = vel + 3 * a, *vb = vel + 3 * b;
+    double d[3] = {xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]};
+    double len = sqrt(((0.0 + d[0] * d[0]) + d[1] * d[1]) + d[2] * d[2]);
+    if (!(len > PS_MIN_LENGTH)) return;
+    double il = 1.0 / len, g[3] = {d[0] * il, d[1] * il, d[2] * il};
+    double at = compliance[j] / hh;
+    double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
+    lambda[j] = lambda[j] + s;
+    double u = ((0.0 + (vb[0] - va[0]) * g[0]) + (vb[1] - va[1]) * g[1]) + (vb[2] - va[2]) * g[2];
+    double f = follow(u, w * s * inv_h);
+    double sa = wa * s, sb = wb * s;
+    for (int c = 0; c < 3; c++) {
+        double da = sa * g[c], db = sb * g[c];
+        xa[c] = xa[c] - da;
+        xb[c] = xb[c] + db;
+        va[c] = va[c] - da * inv_h * f;
+        vb[c] = vb[c] + db * inv_h * f;
+    }
+    if (f < 1.0)
+        for (int c = 0; c < 3; c++)
+            withhold(withheld, a * 3 + c, b * 3 + c, sa * g[c], sb * g[c], inv_h, f);
 }
 
 #if defined(__AVX2__)
@@ -285,12 +322,107 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *withheld, dou
 }
 #endif
 
+#if defined(__AVX2__)
+/* The x86-64-v3 build in 3D: four constraints of one batch at a time, distance_3d's arithmetic
+ * in its order lane by lane (so the same bits); the corrections are applied lane by lane. */
+static int distance_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
+                                 const double *inv_mass, const int32_t *pairs,
+                                 const double *rest_length, const double *compliance,
+                                 const int32_t *order, int t, int stop, double inv_h_, double hh_)
+{
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), sign = _mm256_set1_pd(-0.0);
+    const __m256d cap = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED);
+    const __m256d inv_h = _mm256_set1_pd(inv_h_), hh = _mm256_set1_pd(hh_);
+    for (; t + 4 <= stop; t += 4) {
+        int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
+        long a[4], b[4];
+        for (int e = 0; e < 4; e++) a[e] = pairs[2 * j[e]], b[e] = pairs[2 * j[e] + 1];
+        __m256d wa = _mm256_set_pd(inv_mass[a[3]], inv_mass[a[2]], inv_mass[a[1]], inv_mass[a[0]]);
+        __m256d wb = _mm256_set_pd(inv_mass[b[3]], inv_mass[b[2]], inv_mass[b[1]], inv_mass[b[0]]);
+        __m256d w = _mm256_add_pd(wa, wb);
+        __m256d xa[3], xb[3], va[3], vb[3], d[3], g[3];
+        three_rows4(pos, a, &xa[0], &xa[1], &xa[2]);
+        three_rows4(pos, b, &xb[0], &xb[1], &xb[2]);
+        three_rows4(vel, a, &va[0], &va[1], &va[2]);
+        three_rows4(vel, b, &vb[0], &vb[1], &vb[2]);
+        for (int c = 0; c < 3; c++) d[c] = _mm256_sub_pd(xb[c], xa[c]);
+        __m256d len2 = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(d[0], d[0])),
+                                                   _mm256_mul_pd(d[1], d[1])),
+                                     _mm256_mul_pd(d[2], d[2]));
+        __m256d len = _mm256_sqrt_pd(len2);
+        __m256d live = _mm256_and_pd(_mm256_cmp_pd(w, zero, _CMP_NEQ_UQ),
+                                     _mm256_cmp_pd(len, min_length, _CMP_GT_OQ));
+        __m256d il = _mm256_div_pd(one, len);
+        for (int c = 0; c < 3; c++) g[c] = _mm256_mul_pd(d[c], il);
+        __m256d rest = _mm256_set_pd(rest_length[j[3]], rest_length[j[2]], rest_length[j[1]],
+                                     rest_length[j[0]]);
+        __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
+                                     compliance[j[0]]);
+        __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
+        __m256d at = _mm256_div_pd(comp, hh);
+        __m256d sv = _mm256_div_pd(_mm256_sub_pd(_mm256_xor_pd(_mm256_sub_pd(len, rest), sign),
+                                                 _mm256_mul_pd(at, lam)),
+                                   _mm256_add_pd(w, at));
+        __m256d lam_new = _mm256_add_pd(lam, sv);
+        __m256d u = zero;
+        for (int c = 0; c < 3; c++)
+            u = _mm256_add_pd(u, _mm256_mul_pd(_mm256_sub_pd(vb[c], va[c]), g[c]));
+        /* follow(u, w s / h) */
+        __m256d du = _mm256_mul_pd(_mm256_mul_pd(w, sv), inv_h);
+        __m256d abs_u = _mm256_andnot_pd(sign, u), abs_du = _mm256_andnot_pd(sign, du);
+        __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(abs_u, cap),
+                                        _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ));
+        __m256d f = _mm256_blendv_pd(_mm256_div_pd(most, abs_du), one,
+                                     _mm256_cmp_pd(abs_du, most, _CMP_LE_OQ));
+        __m256d sa = _mm256_mul_pd(wa, sv), sb = _mm256_mul_pd(wb, sv);
+        double lv[4], fl[4], ln[4], sal[4], sbl[4], gl[3][4];
+        _mm256_storeu_pd(lv, live);
+        _mm256_storeu_pd(fl, f);
+        _mm256_storeu_pd(ln, lam_new);
+        _mm256_storeu_pd(sal, sa);
+        _mm256_storeu_pd(sbl, sb);
+        for (int c = 0; c < 3; c++) _mm256_storeu_pd(gl[c], g[c]);
+        for (int e = 0; e < 4; e++) {
+            if (lv[e] == 0.0) continue;
+            lambda[j[e]] = ln[e];
+            double *pa = pos + 3 * a[e], *pb = pos + 3 * b[e], *qa = vel + 3 * a[e], *qb = vel + 3 * b[e];
+            for (int c = 0; c < 3; c++) {
+                double da = sal[e] * gl[c][e], db = sbl[e] * gl[c][e];
+                pa[c] = pa[c] - da;
+                pb[c] = pb[c] + db;
+                qa[c] = qa[c] - da * inv_h_ * fl[e];
+                qb[c] = qb[c] + db * inv_h_ * fl[e];
+            }
+            if (fl[e] < 1.0)
+                for (int c = 0; c < 3; c++)
+                    withhold(withheld, a[e] * 3 + c, b[e] * 3 + c, sal[e] * gl[c][e],
+                             sbl[e] * gl[c][e], inv_h_, fl[e]);
+        }
+    }
+    return t;
+}
+#endif
+
 void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
                       const double *inv_mass, const int32_t *pairs, const double *rest_length,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h)
 {
     double inv_h = 1.0 / h, hh = h * h;
+    if (dim == 3) {
+        for (int bt = 0; bt < nbatch; bt++) {
+            int t = batch_start[bt];
+#if defined(__AVX2__)
+            t = distance_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
+                                      compliance, order, t, batch_start[bt + 1], inv_h, hh);
+#endif
+            for (; t < batch_start[bt + 1]; t++)
+                distance_3d(pos, vel, withheld, lambda, inv_mass, pairs, rest_length, compliance,
+                            order[t], inv_h, hh);
+        }
+        return;
+    }
     for (int bt = 0; bt < nbatch; bt++) {
         int t = batch_start[bt], stop = batch_start[bt + 1];
 #if defined(__AVX2__)
@@ -305,6 +437,161 @@ void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda
     (void)m;
 }
 
+/* Tetrahedron j (3D): with the edges e_k = x_k - x_0 and G_1 = e_2 x e_3, G_2 = e_3 x e_1,
+ * G_3 = e_1 x e_2, G_0 = -(G_1 + G_2 + G_3) (six times the gradients g_i of V), C = e_1 . G_1
+ * / 6 - V0 and D = sum_i w_i |G_i|^2 (36 times sum_i w_i |g_i|^2), the update of the header
+ * comment is dlambda = 6 k with k = 6 (-C - alpha~ lambda) / (D + 36 alpha~) and
+ * x_i += w_i k G_i: three divisions where the gradients' sixths took twelve more. */
+PS_INLINE void volume_tet(double *pos, double *vel, double *withheld, double *lambda,
+                          const double *inv_mass, const int32_t *simplices,
+                          const double *rest_volume, const double *compliance, int j,
+                          double inv_h, double hh)
+{
+    const int32_t *s = simplices + 4L * j;
+    const double *p0 = pos + 3L * s[0], *p1 = pos + 3L * s[1], *p2 = pos + 3L * s[2],
+                 *p3 = pos + 3L * s[3];
+    double e1[3], e2[3], e3[3], G[4][3];
+    for (int c = 0; c < 3; c++) {
+        e1[c] = p1[c] - p0[c];
+        e2[c] = p2[c] - p0[c];
+        e3[c] = p3[c] - p0[c];
+    }
+    G[1][0] = e2[1] * e3[2] - e2[2] * e3[1];
+    G[1][1] = e2[2] * e3[0] - e2[0] * e3[2];
+    G[1][2] = e2[0] * e3[1] - e2[1] * e3[0];
+    G[2][0] = e3[1] * e1[2] - e3[2] * e1[1];
+    G[2][1] = e3[2] * e1[0] - e3[0] * e1[2];
+    G[2][2] = e3[0] * e1[1] - e3[1] * e1[0];
+    G[3][0] = e1[1] * e2[2] - e1[2] * e2[1];
+    G[3][1] = e1[2] * e2[0] - e1[0] * e2[2];
+    G[3][2] = e1[0] * e2[1] - e1[1] * e2[0];
+    for (int c = 0; c < 3; c++) G[0][c] = -((G[1][c] + G[2][c]) + G[3][c]);
+    double C = (e1[0] * G[1][0] + e1[1] * G[1][1] + e1[2] * G[1][2]) / 6.0 - rest_volume[j];
+    /* top: the largest w_i^2 |G_i|^2, so the fastest vertex's velocity change is |k| / h sqrt(top) */
+    double w[4], D = 0.0, top = 0.0;
+    for (int i = 0; i < 4; i++) {
+        double g2 = (G[i][0] * G[i][0] + G[i][1] * G[i][1]) + G[i][2] * G[i][2];
+        w[i] = inv_mass[s[i]];
+        D = D + w[i] * g2;
+        double v = w[i] * w[i] * g2;
+        if (v > top) top = v;
+    }
+    if (!(D > 0.0)) return;
+    double at = compliance[j] / hh;
+    double k = (6.0 * (-C - at * lambda[j])) / (D + 36.0 * at);
+    lambda[j] = lambda[j] + 6.0 * k;
+    double speed2 = k * k * (inv_h * inv_h) * top;  /* squared: a root only if capped */
+    double f = speed2 > PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED
+               ? PS_MAX_CORRECTION_SPEED / sqrt(speed2) : 1.0;
+    for (int i = 0; i < 4; i++) {
+        double *x = pos + 3L * s[i], *v = vel + 3L * s[i];
+        double wk = w[i] * k;
+        for (int c = 0; c < 3; c++) {
+            double dx = wk * G[i][c];
+            x[c] = x[c] + dx;
+            v[c] = v[c] + dx * inv_h * f;
+        }
+        if (f < 1.0)
+            for (int c = 0; c < 3; c++) {
+                long q = 3L * s[i] + c;
+                withheld[q] = withheld[q] + wk * G[i][c] * inv_h * (1.0 - f);
+            }
+    }
+}
+
+#if defined(__AVX2__)
+/* The x86-64-v3 build: four tetrahedra of one batch at a time, volume_tet's arithmetic in its
+ * order lane by lane (so the same bits), the corrections then applied lane by lane as
+ * volume_tet applies them. Returns the first entry it left to the scalar loop. */
+static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
+                               const double *inv_mass, const int32_t *simplices,
+                               const double *rest_volume, const double *compliance,
+                               const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    const __m256d zero = _mm256_setzero_pd(), sign = _mm256_set1_pd(-0.0);
+    const __m256d six = _mm256_set1_pd(6.0), thirty_six = _mm256_set1_pd(36.0);
+    const __m256d ih2 = _mm256_set1_pd(inv_h * inv_h), hhv = _mm256_set1_pd(hh);
+    for (; t + 4 <= stop; t += 4) {
+        int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
+        const int32_t *s[4];
+        long r[4][4];  /* r[i][lane]: corner i's row */
+        for (int e = 0; e < 4; e++) {
+            s[e] = simplices + 4L * j[e];
+            for (int i = 0; i < 4; i++) r[i][e] = s[e][i];
+        }
+        __m256d p[4][3];
+        for (int i = 0; i < 4; i++) three_rows4(pos, r[i], &p[i][0], &p[i][1], &p[i][2]);
+        __m256d e1[3], e2[3], e3[3], G[4][3];
+        for (int c = 0; c < 3; c++) {
+            e1[c] = _mm256_sub_pd(p[1][c], p[0][c]);
+            e2[c] = _mm256_sub_pd(p[2][c], p[0][c]);
+            e3[c] = _mm256_sub_pd(p[3][c], p[0][c]);
+        }
+#define CROSS(out, u, v)                                                                       \
+    out[0] = _mm256_sub_pd(_mm256_mul_pd(u[1], v[2]), _mm256_mul_pd(u[2], v[1]));              \
+    out[1] = _mm256_sub_pd(_mm256_mul_pd(u[2], v[0]), _mm256_mul_pd(u[0], v[2]));              \
+    out[2] = _mm256_sub_pd(_mm256_mul_pd(u[0], v[1]), _mm256_mul_pd(u[1], v[0]))
+        CROSS(G[1], e2, e3);
+        CROSS(G[2], e3, e1);
+        CROSS(G[3], e1, e2);
+#undef CROSS
+        for (int c = 0; c < 3; c++)
+            G[0][c] = _mm256_xor_pd(_mm256_add_pd(_mm256_add_pd(G[1][c], G[2][c]), G[3][c]), sign);
+        __m256d rest = _mm256_set_pd(rest_volume[j[3]], rest_volume[j[2]], rest_volume[j[1]],
+                                     rest_volume[j[0]]);
+        __m256d vol6 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(e1[0], G[1][0]),
+                                                   _mm256_mul_pd(e1[1], G[1][1])),
+                                     _mm256_mul_pd(e1[2], G[1][2]));
+        __m256d C = _mm256_sub_pd(_mm256_div_pd(vol6, six), rest);
+        __m256d w[4], D = zero, top = zero;
+        for (int i = 0; i < 4; i++) {
+            w[i] = _mm256_set_pd(inv_mass[r[i][3]], inv_mass[r[i][2]], inv_mass[r[i][1]],
+                                 inv_mass[r[i][0]]);
+            __m256d g2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(G[i][0], G[i][0]),
+                                                     _mm256_mul_pd(G[i][1], G[i][1])),
+                                       _mm256_mul_pd(G[i][2], G[i][2]));
+            D = _mm256_add_pd(D, _mm256_mul_pd(w[i], g2));
+            __m256d v = _mm256_mul_pd(_mm256_mul_pd(w[i], w[i]), g2);
+            top = _mm256_blendv_pd(top, v, _mm256_cmp_pd(v, top, _CMP_GT_OQ));
+        }
+        __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
+                                     compliance[j[0]]);
+        __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
+        __m256d at = _mm256_div_pd(comp, hhv);
+        __m256d num = _mm256_mul_pd(six, _mm256_sub_pd(_mm256_xor_pd(C, sign), _mm256_mul_pd(at, lam)));
+        __m256d k = _mm256_div_pd(num, _mm256_add_pd(D, _mm256_mul_pd(thirty_six, at)));
+        __m256d lam_new = _mm256_add_pd(lam, _mm256_mul_pd(six, k));
+        __m256d speed2 = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(k, k), ih2), top);
+        double kk[4], ln[4], sp[4], Dl[4], wl[4][4], Gl[4][3][4];
+        _mm256_storeu_pd(kk, k);
+        _mm256_storeu_pd(ln, lam_new);
+        _mm256_storeu_pd(sp, speed2);
+        _mm256_storeu_pd(Dl, D);
+        for (int i = 0; i < 4; i++) {
+            _mm256_storeu_pd(wl[i], w[i]);
+            for (int c = 0; c < 3; c++) _mm256_storeu_pd(Gl[i][c], G[i][c]);
+        }
+        for (int e = 0; e < 4; e++) {
+            if (!(Dl[e] > 0.0)) continue;
+            lambda[j[e]] = ln[e];
+            double f = sp[e] > PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED
+                       ? PS_MAX_CORRECTION_SPEED / sqrt(sp[e]) : 1.0;
+            for (int i = 0; i < 4; i++) {
+                long q = 3L * r[i][e];
+                double wk = wl[i][e] * kk[e];
+                for (int c = 0; c < 3; c++) {
+                    double dx = wk * Gl[i][c][e];
+                    pos[q + c] = pos[q + c] + dx;
+                    vel[q + c] = vel[q + c] + dx * inv_h * f;
+                    if (f < 1.0) withheld[q + c] = withheld[q + c] + dx * inv_h * (1.0 - f);
+                }
+            }
+        }
+    }
+    return t;
+}
+#endif
+
 void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
@@ -312,6 +599,19 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
 {
     double inv_h = 1.0 / h, hh = h * h;
     int k = dim + 1;
+    if (dim == 3) {
+        for (int bt = 0; bt < nbatch; bt++) {
+            int t = batch_start[bt];
+#if defined(__AVX2__)
+            t = volume_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                    compliance, order, t, batch_start[bt + 1], inv_h, hh);
+#endif
+            for (; t < batch_start[bt + 1]; t++)
+                volume_tet(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                           compliance, order[t], inv_h, hh);
+        }
+        return;
+    }
     for (int bt = 0; bt < nbatch; bt++) {
         for (int t = batch_start[bt]; t < batch_start[bt + 1]; t++) {
             int j = order[t];

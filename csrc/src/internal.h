@@ -286,6 +286,20 @@ PS_INLINE __m256d two_rows(const double *p, long i, long j)
     return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + i)), _mm_loadu_pd(p + j), 1);
 }
 
+/* The x, y and z of four rows of a 3D array (rows r[0..3], each three doubles from p + 3 r):
+ * masked loads (nothing read past a row) and a transpose. */
+PS_INLINE void three_rows4(const double *p, const long r[4], __m256d *x, __m256d *y, __m256d *z)
+{
+    const __m256i m = _mm256_set_epi64x(0, -1, -1, -1);
+    __m256d r0 = _mm256_maskload_pd(p + 3 * r[0], m), r1 = _mm256_maskload_pd(p + 3 * r[1], m);
+    __m256d r2 = _mm256_maskload_pd(p + 3 * r[2], m), r3 = _mm256_maskload_pd(p + 3 * r[3], m);
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    *x = _mm256_permute2f128_pd(t0, t2, 0x20);
+    *y = _mm256_permute2f128_pd(t1, t3, 0x20);
+    *z = _mm256_permute2f128_pd(t0, t2, 0x31);
+}
+
 /* p[i], p[i + 1] := v[0], v[1] and p[j], p[j + 1] := v[2], v[3] (two_rows' inverse) */
 PS_INLINE void store_two_rows(double *p, long i, long j, __m256d v)
 {

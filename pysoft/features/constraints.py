@@ -123,8 +123,8 @@ class _Solver:
         self.table = T = self.links.table
         self.batches = Batches(T, ctx.store)
         a = ctx.store.particles.arrays
-        rest_of = {**{f: T.arrays[f] for f in (index, *binds)}, "order": self.batches.order,
-                   "batch_start": self.batches.start}
+        rest_of = {**{f: T.arrays[f] for f in (index, *binds)}, "order": self.batches.plan_order,
+                   "batch_start": self.batches.plan_start}
         moving = {"pos": a["pos"], "vel": a["vel"], "withheld": a["withheld"]}
         self.solve = ctx.bind(kernel, inv_mass=a["inv_mass"], **moving, **rest_of)
         # the settle solve: particles static friction holds this substep count as immovable
@@ -173,12 +173,14 @@ class _ConstraintTerm:
         return False
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
+        plans = []
         for s in live:  # multipliers accumulate over one substep's iterations
+            plans.append(s.batches.plan(s.links.index))
             s.table.arrays["lambda"][: s.table.n] = 0.0
         dim = self.ctx.dim
         for _ in range(self.ctx.settings._constraint_iterations if live else 0):
-            for s in live:
-                (s.settle if settle else s.solve)(s.table.n, s.batches.colours, dim, h)
+            for s, nbatch in zip(live, plans, strict=True):
+                (s.settle if settle else s.solve)(s.table.n, nbatch, dim, h)
 
 
 class _SettleTerm:
@@ -421,7 +423,8 @@ class Constraints(Feature):
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         dim, n = self.ctx.dim, self.ctx.store.particles.n
         probes: dict[str, tuple[int, Callable[[], Any]]] = {
-            s.kernel: (s.table.n, functools.partial(s.solve, s.table.n, s.batches.colours, dim, PROBE_H))
+            s.kernel: (s.table.n, functools.partial(s.solve, s.table.n, s.batches.plan(s.links.index), dim,
+                                                    PROBE_H))
             for s in self.solvers}
         probes["settle_mass"] = (n, lambda: self.settle.bound()(n, self.settle.bodies.n, dim))
         m = self.volumes.table.n

@@ -41,7 +41,8 @@ def xpbd_distance(
         at = compliance[j] / hh
         s = (-(length - rest_length[j]) - at * lam[j]) / ((wa + wb) + at)
         lam[j] = lam[j] + s
-        g = d / length[:, None]
+        # 3D: d (1 / |d|), one division (constraints.c's distance_3d); 2D: d / |d|
+        g = d * (1.0 / length)[:, None] if dim == 3 else d / length[:, None]
         f = _follow(dot(vel[b] - vel[a], g, dim), (wa + wb) * s * inv_h)[:, None]
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
@@ -86,6 +87,11 @@ def xpbd_volume(
 ) -> None:
     """XPBD area (2D) / volume (3D) constraints, one batch at a time."""
     inv_h, hh = 1.0 / h, h * h
+    if dim == 3:
+        for bt in range(nbatch):
+            _tet_batch(pos, vel, withheld, lam, inv_mass, simplices, rest_volume, compliance,
+                       order[batch_start[bt] : batch_start[bt + 1]], inv_h, hh)
+        return
     for bt in range(nbatch):
         j = order[batch_start[bt] : batch_start[bt + 1]]
         s = simplices[j]
@@ -122,6 +128,46 @@ def xpbd_volume(
             vel[rows] = vel[rows] + dx * inv_h * f
             if any_capped:
                 _withhold(withheld, rows, dx, inv_h, f, capped)
+
+
+def _tet_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, simplices: I32,
+               rest_volume: F64, compliance: F64, j: I32, inv_h: float, hh: float) -> None:
+    """One batch of tetrahedra (constraints.c's volume_tet): six times the gradients."""
+    s = simplices[j]
+    p0 = pos[s[:, 0]]
+    e1, e2, e3 = pos[s[:, 1]] - p0, pos[s[:, 2]] - p0, pos[s[:, 3]] - p0
+    G = np.empty((len(j), 4, 3))
+    for i, (u, v) in ((1, (e2, e3)), (2, (e3, e1)), (3, (e1, e2))):
+        G[:, i, 0] = u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]
+        G[:, i, 1] = u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]
+        G[:, i, 2] = u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+    G[:, 0] = -((G[:, 1] + G[:, 2]) + G[:, 3])
+    C = (e1[:, 0] * G[:, 1, 0] + e1[:, 1] * G[:, 1, 1] + e1[:, 2] * G[:, 1, 2]) / 6.0 - rest_volume[j]
+    w = inv_mass[s]
+    g2 = (G[:, :, 0] * G[:, :, 0] + G[:, :, 1] * G[:, :, 1]) + G[:, :, 2] * G[:, :, 2]
+    D, top = np.zeros(len(j)), np.zeros(len(j))
+    for i in range(4):
+        D = D + w[:, i] * g2[:, i]
+        v = w[:, i] * w[:, i] * g2[:, i]
+        top = np.where(v > top, v, top)  # C's `if (v > top)`: a NaN (inf * 0) is skipped
+    ok = D > 0.0
+    s, j, w, G, C, D, top = s[ok], j[ok], w[ok], G[ok], C[ok], D[ok], top[ok]
+    at = compliance[j] / hh
+    k = (6.0 * (-C - at * lam[j])) / (D + 36.0 * at)
+    lam[j] = lam[j] + 6.0 * k
+    speed2 = k * k * (inv_h * inv_h) * top
+    with np.errstate(divide="ignore"):
+        f = np.where(speed2 > MAX_CORRECTION_SPEED * MAX_CORRECTION_SPEED,
+                     MAX_CORRECTION_SPEED / np.sqrt(speed2), 1.0)[:, None]
+    capped = f[:, 0] < 1.0
+    any_capped = bool(capped.any())
+    for i in range(4):
+        dx = (w[:, i] * k)[:, None] * G[:, i]
+        rows = s[:, i]
+        pos[rows] = pos[rows] + dx
+        vel[rows] = vel[rows] + dx * inv_h * f
+        if any_capped:
+            _withhold(withheld, rows, dx, inv_h, f, capped)
 
 
 def _opposed(support: F64, members: I32, body_start: I32, body_count: I32, n: int, b: int,
