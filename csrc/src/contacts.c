@@ -80,12 +80,8 @@
  */
 #include <math.h>
 #include <string.h>
-#include "internal.h"
+#include "contact_common.h"
 
-#define PS_CLOSED 1
-#define PS_SELF 2
-#define PS_SHARED (-2)
-#define PS_MAX_PUSHOUT 1.0 /* m/s: the speed at which an overlap met at rest is undone */
 /* A crossing this far (a fraction of the edge) past an edge's end still counts: a corner
  * that meets a corner enters through both edges, and the head-on rule picks one. */
 #define PS_ENTRY_SLACK 0.01
@@ -95,65 +91,10 @@ static inline double cross2(double ax, double ay, double bx, double by)
     return ax * by - ay * bx;
 }
 
-/* floor(x / cell), clamped; `inv` is 1 / cell (no libm floor: it is a call on baseline x86-64) */
-static inline long cell_of(double x, double inv)
-{
-    double v = x * inv;
-    if (!(v > -PS_CELL_LIMIT)) return (long)-PS_CELL_LIMIT;
-    if (!(v < PS_CELL_LIMIT)) return (long)PS_CELL_LIMIT;
-    long c = (long)v;
-    return v < (double)c ? c - 1 : c;
-}
-
 static inline int bucket_of(long cx, long cy, int nbuckets)
 {
     uint64_t hx = (uint64_t)cx * 73856093u, hy = (uint64_t)cy * 19349663u;
     return (int)((hx ^ hy) & (uint64_t)(nbuckets - 1));
-}
-
-/* The smallest power of two >= 2 want, at most cap (a power of two itself or not). */
-static int buckets_for(int want, int cap)
-{
-    int h = 1;
-    while (h < 2 * want && 2 * h <= cap) h *= 2;
-    return h;
-}
-
-typedef struct {
-    double *pos, *vel, *contact_point, *contact_normal, *contact_impulse;
-    int32_t *contact_body;
-    const double *prev_pos, *support, *radius, *inv_mass, *friction, *restitution, *rest_pos;
-    const double *edge;
-    const int32_t *owner, *category, *mask;
-    const int32_t *outline, *outline_start, *outline_count;
-    const int32_t *member, *member_start, *member_count;
-    const int32_t *flags, *body_category, *body_mask;
-    const double *body_friction, *body_restitution;
-    double h, inv_h, rest_speed;
-} Scene;
-
-static inline uint32_t cat_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return (uint32_t)(o >= 0 ? s->body_category[o] : s->category[i]);
-}
-
-static inline uint32_t mask_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return (uint32_t)(o >= 0 ? s->body_mask[o] : s->mask[i]);
-}
-
-static inline double mu_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return o >= 0 ? s->body_friction[o] : s->friction[i];
-}
-
-static inline double e_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return o >= 0 ? s->body_restitution[o] : s->restitution[i];
 }
 
 /* Resolve the contact of particle i with q = (1 - t) x_a + t x_b along unit n at
@@ -235,13 +176,6 @@ static int resolve(const Scene *s, int i, int a, int b, double t, double nx, dou
     s->contact_normal[2L * i + 1] = ny;
     s->contact_impulse[i] = s->contact_impulse[i] + P;
     return 1;
-}
-
-static int in_range(const int32_t *rows, int count, int i)
-{
-    for (int k = 0; k < count; k++)
-        if (rows[k] == i) return 1;
-    return 0;
 }
 
 /* Whether (x, y) is inside the outline o[0 .. m) of the current positions: the parity of the
@@ -434,30 +368,6 @@ static int pair_allowed(const Scene *s, int i, int j)
     return (cat_of(s, i) & mask_of(s, j)) && (cat_of(s, j) & mask_of(s, i));
 }
 
-/* Is particle i in the particle grid? */
-static inline int grid_particle(const Scene *s, int i, int particle_collisions)
-{
-    if (!(s->radius[i] > 0.0)) return 0;
-    int o = s->owner[i];
-    if (o == -1) return particle_collisions;
-    if (o < 0) return 0;
-    return !(s->flags[o] & PS_CLOSED) || (s->flags[o] & PS_SELF);
-}
-
-/* Counting sort into buckets: start[k] (counts in start[k + 1] on entry, nbuckets + 1
- * entries) become prefix sums; entries are then placed with start[k]++ by the caller
- * and shift_back() restores the starts. */
-static void prefix(int32_t *start, int nbuckets)
-{
-    for (int k = 0; k < nbuckets; k++) start[k + 1] += start[k];
-}
-
-static void shift_back(int32_t *start, int nbuckets)
-{
-    for (int k = nbuckets; k > 0; k--) start[k] = start[k - 1];
-    start[0] = 0;
-}
-
 /* Particle pair (i, j): push apart to r_i + r_j (see the essay). */
 static int pair_contact(const Scene *s, int i, int j)
 {
@@ -471,13 +381,6 @@ static int pair_contact(const Scene *s, int i, int j)
     int oj = s->owner[j];
     return resolve(s, i, j, j, 0.0, nx, ny, s->radius[i] + rj, sqrt(mu_of(s, i) * mu_of(s, j)),
                    ei > ej ? ei : ej, oj >= 0 ? oj : PS_SHARED, xj[0] + rj * nx, xj[1] + rj * ny);
-}
-
-/* The layout the candidate lists were built for: owners, outlines and flags, mixed into 64
- * bits (FNV-1a over 32-bit words). */
-static inline uint64_t mix(uint64_t h, int32_t v)
-{
-    return (h ^ (uint32_t)v) * 1099511628211ULL;
 }
 
 /* Fill the candidate lists (see the essay) for probes first, first + 1, ... until the pairs
@@ -542,11 +445,15 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                                    member_count, body_flags, body_category, body_mask,
                                    body_friction, body_restitution, n, nb, nbuckets, nentries,
                                    npairs, iterations, particle_collisions, h, rest_speed);
-    Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
-               support, radius, inv_mass, friction, restitution, rest_pos, edge, owner, category,
-               mask, outline, outline_start, outline_count, member, member_start, member_count,
-               body_flags, body_category, body_mask, body_friction, body_restitution, h, 1.0 / h,
-               rest_speed};
+    Scene s = {.pos = pos, .vel = vel, .contact_point = contact_point, .contact_normal = contact_normal,
+               .contact_impulse = contact_impulse, .contact_body = contact_body, .prev_pos = prev_pos,
+               .support = support, .radius = radius, .inv_mass = inv_mass, .friction = friction,
+               .restitution = restitution, .rest_pos = rest_pos, .edge = edge, .owner = owner,
+               .category = category, .mask = mask, .outline = outline, .outline_start = outline_start,
+               .outline_count = outline_count, .member = member, .member_start = member_start,
+               .member_count = member_count, .flags = body_flags, .body_category = body_category,
+               .body_mask = body_mask, .body_friction = body_friction,
+               .body_restitution = body_restitution, .h = h, .inv_h = 1.0 / h, .rest_speed = rest_speed};
     /* the positions the candidates come from; the largest radii; whether any particle moved
      * farther than the lists' slack since they were made; the layout's signature */
     int listed = fat_state[0] == 1.0;

@@ -81,74 +81,16 @@
  */
 #include <math.h>
 #include <string.h>
-#include "internal.h"
+#include "contact_common.h"
 
-#define PS_CLOSED 1
-#define PS_SELF 2
-#define PS_SHARED (-2)
-#define PS_MAX_PUSHOUT 1.0   /* m/s, as contacts.c */
 #define PS_BOX 7             /* numbers a body's box holds in aabb */
 #define PS_CHUNK 8            /* triangles a run of the surface with a box of its own */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
-
-static inline long cell_of(double x, double inv)
-{
-    double v = x * inv;
-    if (!(v > -PS_CELL_LIMIT)) return (long)-PS_CELL_LIMIT;
-    if (!(v < PS_CELL_LIMIT)) return (long)PS_CELL_LIMIT;
-    long c = (long)v;
-    return v < (double)c ? c - 1 : c;
-}
 
 static inline int bucket_of(long cx, long cy, long cz, int nbuckets)
 {
     uint64_t hx = (uint64_t)cx * 73856093u, hy = (uint64_t)cy * 19349663u, hz = (uint64_t)cz * 83492791u;
     return (int)((hx ^ hy ^ hz) & (uint64_t)(nbuckets - 1));
-}
-
-static int buckets_for(int want, int cap)
-{
-    int h = 1;
-    while (h < 2 * want && 2 * h <= cap) h *= 2;
-    return h;
-}
-
-typedef struct {
-    double *pos, *vel, *contact_point, *contact_normal, *contact_impulse;
-    int32_t *contact_body;
-    const double *prev_pos, *support, *radius, *inv_mass, *friction, *restitution, *rest_pos;
-    const int32_t *owner, *category, *mask;
-    const int32_t *outline, *outline_start, *outline_count;
-    const int32_t *member, *member_start, *member_count;
-    const int32_t *flags, *body_category, *body_mask;
-    const double *body_friction, *body_restitution;
-    const double *snap, *tbox; /* the pass's start positions; each triangle's grown box */
-    double *moved; /* the most any particle has moved from snap (each coordinate) so far */
-    double h, inv_h, rest_speed;
-} Scene;
-
-static inline uint32_t cat_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return (uint32_t)(o >= 0 ? s->body_category[o] : s->category[i]);
-}
-
-static inline uint32_t mask_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return (uint32_t)(o >= 0 ? s->body_mask[o] : s->mask[i]);
-}
-
-static inline double mu_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return o >= 0 ? s->body_friction[o] : s->friction[i];
-}
-
-static inline double e_of(const Scene *s, int i)
-{
-    int o = s->owner[i];
-    return o >= 0 ? s->body_restitution[o] : s->restitution[i];
 }
 
 /* *moved := the most particle i has moved from the pass's start, if more (a NaN counts as
@@ -245,13 +187,6 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     }
     s->contact_impulse[i] = s->contact_impulse[i] + P;
     return 1;
-}
-
-static int in_range(const int32_t *rows, int count, int i)
-{
-    for (int k = 0; k < count; k++)
-        if (rows[k] == i) return 1;
-    return 0;
 }
 
 /* The side of projected edge (u, v) that p is on, computed from the lower row so both
@@ -520,26 +455,6 @@ static int pair_allowed(const Scene *s, int i, int j)
     return (cat_of(s, i) & mask_of(s, j)) && (cat_of(s, j) & mask_of(s, i));
 }
 
-static inline int grid_particle(const Scene *s, int i, int particle_collisions)
-{
-    if (!(s->radius[i] > 0.0)) return 0;
-    int o = s->owner[i];
-    if (o == -1) return particle_collisions;
-    if (o < 0) return 0;
-    return !(s->flags[o] & PS_CLOSED) || (s->flags[o] & PS_SELF);
-}
-
-static void prefix(int32_t *start, int nbuckets)
-{
-    for (int k = 0; k < nbuckets; k++) start[k + 1] += start[k];
-}
-
-static void shift_back(int32_t *start, int nbuckets)
-{
-    for (int k = nbuckets; k > 0; k--) start[k] = start[k - 1];
-    start[0] = 0;
-}
-
 static int pair_contact(const Scene *s, int i, int j)
 {
     const double *xi = s->pos + 3L * i, *xj = s->pos + 3L * j;
@@ -553,11 +468,6 @@ static int pair_contact(const Scene *s, int i, int j)
     double t[3] = {1.0, 0.0, 0.0};
     return resolve(s, i, k, t, n, s->radius[i] + rj, sqrt(mu_of(s, i) * mu_of(s, j)), ei > ej ? ei : ej,
                    oj >= 0 ? oj : PS_SHARED, q);
-}
-
-static inline uint64_t mix(uint64_t h, int32_t v)
-{
-    return (h ^ (uint32_t)v) * 1099511628211ULL;
 }
 
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
@@ -617,11 +527,16 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         double h, double rest_speed)
 {
     double moved = 0.0;
-    Scene s = {pos, vel, contact_point, contact_normal, contact_impulse, contact_body, prev_pos,
-               support, radius, inv_mass, friction, restitution, rest_pos, owner, category,
-               mask, outline, outline_start, outline_count, member, member_start, member_count,
-               body_flags, body_category, body_mask, body_friction, body_restitution, snap, edge,
-               &moved, h, 1.0 / h, rest_speed};
+    Scene s = {.pos = pos, .vel = vel, .contact_point = contact_point, .contact_normal = contact_normal,
+               .contact_impulse = contact_impulse, .contact_body = contact_body, .prev_pos = prev_pos,
+               .support = support, .radius = radius, .inv_mass = inv_mass, .friction = friction,
+               .restitution = restitution, .rest_pos = rest_pos, .owner = owner, .category = category,
+               .mask = mask, .outline = outline, .outline_start = outline_start,
+               .outline_count = outline_count, .member = member, .member_start = member_start,
+               .member_count = member_count, .flags = body_flags, .body_category = body_category,
+               .body_mask = body_mask, .body_friction = body_friction,
+               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .moved = &moved,
+               .h = h, .inv_h = 1.0 / h, .rest_speed = rest_speed};
     int listed = fat_state[0] == 1.0;
     double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
     uint64_t sig = 14695981039346656037ULL;

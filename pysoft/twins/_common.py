@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -118,3 +119,22 @@ def cell_of(x: float, cell: float) -> int:
     if not v < CELL_LIMIT:
         return int(CELL_LIMIT)
     return math.floor(v)
+
+
+# A body's flags (its outline or surface is closed; it collides with itself) and a particle's
+# owner when more than one body has it, as the body-contact passes (both dimensions) read them
+CLOSED, SELF, SHARED = 1, 2, -2
+
+
+def in_grid(s: Any, i: int, particle_collisions: int) -> bool:
+    """Whether particle i of a body-contact pass's scene ``s`` (its radius, owner and the
+    bodies' flags) is in the grid of particle pairs: a free particle with a radius when
+    particles collide, one of an open or self-colliding body."""
+    if not s.radius[i] > 0.0:
+        return False
+    o = s.owner[i]
+    if o == -1:
+        return bool(particle_collisions)
+    if o < 0:
+        return False
+    return not s.flags[o] & CLOSED or bool(s.flags[o] & SELF)

@@ -14,11 +14,10 @@ import math
 
 import numpy as np
 
-from pysoft.twins._common import F64, I32, MIN_LENGTH
+from pysoft.twins._common import CLOSED, F64, I32, MIN_LENGTH, SELF, SHARED, in_grid
 from pysoft.twins._common import cell_of as _cell
 from pysoft.twins.contacts3d import body_contacts_3d
 
-CLOSED, SELF, SHARED = 1, 2, -2
 ENTRY_SLACK = 0.01  # PS_ENTRY_SLACK: a crossing this far past an edge's end still counts
 MAX_PUSHOUT = 1.0  # PS_MAX_PUSHOUT (m/s): the speed at which an overlap met at rest is undone
 
@@ -278,17 +277,6 @@ def _pair_allowed(s: _Scene, i: int, j: int) -> bool:
     return bool((s.cat(i) & s.msk(j)) and (s.cat(j) & s.msk(i)))
 
 
-def _in_grid(s: _Scene, i: int, particle_collisions: int) -> bool:
-    if not s.radius[i] > 0.0:
-        return False
-    o = s.owner[i]
-    if o == -1:
-        return bool(particle_collisions)
-    if o < 0:
-        return False
-    return not s.flags[o] & CLOSED or bool(s.flags[o] & SELF)
-
-
 def _pair_contact(s: _Scene, i: int, j: int) -> int:
     xi, xj = s.pos[i], s.pos[j]
     dx, dy = xi[0] - xj[0], xi[1] - xj[1]
@@ -343,7 +331,7 @@ def _edge_candidates(s: _Scene, snap: F64, n: int, nb: int,
 def _pair_candidates(s: _Scene, snap: list[list[float]], n: int,
                      particle_collisions: int) -> list[list[int]]:
     """For each particle i, the particles j > i within 2 (r_i + r_j) at the pass's start."""
-    grid = [i for i in range(n) if _in_grid(s, i, particle_collisions)]
+    grid = [i for i in range(n) if in_grid(s, i, particle_collisions)]
     out: list[list[int]] = [[] for _ in range(n)]
     if len(grid) < 2:
         return out

@@ -14,9 +14,8 @@ import math
 
 import numpy as np
 
-from pysoft.twins._common import F64, I32, MIN_LENGTH, cell_of
+from pysoft.twins._common import CLOSED, F64, I32, MIN_LENGTH, SELF, SHARED, cell_of, in_grid
 
-CLOSED, SELF, SHARED = 1, 2, -2
 MAX_PUSHOUT = 1.0  # PS_MAX_PUSHOUT (m/s)
 SURFACE_SKIN = 0.02  # PS_SURFACE_SKIN: a surface's contact skin, a fraction of its triangle's size
 Vec = list[float]
@@ -351,17 +350,6 @@ def _pair_allowed(s: _Scene, i: int, j: int) -> bool:
     return bool((s.cat(i) & s.msk(j)) and (s.cat(j) & s.msk(i)))
 
 
-def _in_grid(s: _Scene, i: int, particle_collisions: int) -> bool:
-    if not s.radius[i] > 0.0:
-        return False
-    o = s.owner[i]
-    if o == -1:
-        return bool(particle_collisions)
-    if o < 0:
-        return False
-    return not s.flags[o] & CLOSED or bool(s.flags[o] & SELF)
-
-
 def _pair_contact(s: _Scene, i: int, j: int) -> int:
     xi, xj = s.pos[i], s.pos[j]
     dv = _sub(xi, xj)
@@ -424,7 +412,7 @@ def _face_candidates(s: _Scene, snap: F64, nb: int, particle_collisions: int) ->
 
 def _pair_candidates(s: _Scene, snap: list[Vec], n: int, particle_collisions: int) -> list[list[int]]:
     """For each particle i, the particles j > i within 2 (r_i + r_j) at the pass's start."""
-    grid = [i for i in range(n) if _in_grid(s, i, particle_collisions)]
+    grid = [i for i in range(n) if in_grid(s, i, particle_collisions)]
     out: list[list[int]] = [[] for _ in range(n)]
     if len(grid) < 2:
         return out
