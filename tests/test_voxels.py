@@ -51,6 +51,14 @@ def test_the_outline_is_the_outer_boundary_counter_clockwise() -> None:
     outline = w.body(ring.body).outline
     assert len(outline) == 12
     assert signed_area(w.positions[[w.row(p) for p in outline]]) == pytest.approx(0.09)
+    # voxels that meet at a corner only, beside a hole or a notch: each particle once
+    for k, grid in enumerate(([[2, 2, 0], [2, 0, 2], [2, 2, 2]],
+                              [[1, 1, 1, 1, 1], [3, 3, 3, 0, 3], [4, 4, 0, 4, 4], [4, 4, 0, 4, 4],
+                               [3, 3, 0, 3, 3]])):
+        pinched = build.voxels(w, grid, origin=(5.0 + 2.0 * k, 0.0))
+        outline = w.body(pinched.body).outline
+        assert len(set(outline)) == len(outline)
+        assert signed_area(w.positions[[w.row(p) for p in outline]]) > 0.0
     box = w.positions[[w.row(p) for p in walker.particles]]
     assert box.min(axis=0).tolist() == pytest.approx([1.0, 0.0])  # origin: the lower-left corner
     assert box.max(axis=0).tolist() == pytest.approx([1.5, 0.5])

@@ -228,7 +228,7 @@ def _grid(grid: Any) -> np.ndarray:
 
 def _outline(pos: np.ndarray, sides: list[tuple[int, int]]) -> np.ndarray:
     """The counter-clockwise outer boundary of the voxels from their boundary ``sides``
-    (directed, inside on the left): the loops they make, turning as far left as possible
+    (directed, inside on the left): the loops they make, turning as far right as possible
     where two voxels meet at a corner only, and of those the one enclosing the most area."""
     leaving: dict[int, list[int]] = {}
     for a, b in sides:
@@ -246,8 +246,9 @@ def _outline(pos: np.ndarray, sides: list[tuple[int, int]]) -> np.ndarray:
             loop.append(b)
             d = pos[b] - pos[a]
             choices = [n for n in leaving[b] if (b, n) not in used]
-            # the leftmost turn: the largest angle from the way in, counter-clockwise
-            a, b = b, max(choices, key=lambda n: _turn(d, pos[n] - pos[b]))
+            # the rightmost turn (the smallest angle from the way in): where two voxels meet at a
+            # corner only, the loop goes round the voxels it came along and closes there
+            a, b = b, min(choices, key=lambda n: _turn(d, pos[n] - pos[b]))
         x, y = pos[loop, 0], pos[loop, 1]
         area = 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
         if area > best_area:
