@@ -1,0 +1,131 @@
+"""``pysoft/Walker-v0`` and ``pysoft/UpStepper-v0``: a voxel robot
+(:func:`pysoft.build.voxels`, Evolution Gym's grids) walks right, on flat ground or up a
+staircase."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pysoft import build
+from pysoft.envs._base import Array, SoftEnv, box, clipped
+from pysoft.shapes import Box, Plane
+from pysoft.world import World
+
+# The default robot (Evolution Gym's convention: 0 empty, 1 rigid, 2 soft, 3 horizontal and
+# 4 vertical actuator; row 0 is the top): a rigid back over two legs of actuators
+WALKER = np.array([
+    [1, 1, 1, 1, 1],
+    [3, 3, 3, 3, 3],
+    [4, 4, 0, 4, 4],
+    [4, 4, 0, 4, 4],
+    [3, 3, 0, 3, 3],
+], dtype=np.int64)
+
+CELL = 0.1  # m, a voxel's side
+VOXEL_MASS = 0.1  # kg
+SUBSTEPS = 16  # at 60 Hz: the default walker walks stably (see pysoft.bench's walker rows)
+GROUND_FRICTION = 1.0
+START_X = 0.5  # m: the robot's lower-left corner
+GOAL_X = 10.0  # m: the centre of mass x that ends the episode
+GOAL_BONUS = 1.0
+STEP_RISE, STEP_RUN, STEPS = 0.1, 0.6, 8  # m, m, count: UpStepper's staircase
+STAIRS_X = 2.0  # m: where the first step begins
+
+
+class WalkerEnv(SoftEnv):
+    """A voxel robot walks right on flat ground (Evolution Gym's Walker-v0, in pysoft).
+
+    ``robot`` is the grid (a 2D int array, Evolution Gym's convention; default
+    :data:`WALKER`, 5 x 5); voxels are ``CELL`` = 0.1 m, 0.1 kg each; the robot starts with
+    its lower-left corner at (0.5, 0). The world runs at 60 Hz with ``substeps`` substeps (16
+    by default); one step is one frame.
+
+    **Action** (k,) in [-1, 1], one per actuator voxel (row-major, as
+    ``VoxelRobot.actuators``): the voxel's muscle activation is ``1 + 0.5 * action`` (0.5
+    contracted to 1.5 extended; values outside [-1, 1] are clipped).
+
+    **Observation** (2 + 2 n,) float64 for n robot particles, each clipped to [-100, 100]:
+    the centre of mass velocity (vx, vy, m/s), then every particle's position relative to the
+    centre of mass (x0, y0, x1, y1, ... m, in the robot's particle order).
+
+    **Reward**: the centre of mass's progress along x in the step (m); +1 on the step that
+    reaches the goal. **Termination**: the centre of mass reaches x = 10 m. **Truncation**: the
+    registration's TimeLimit, 1000 steps (16.7 s).
+
+    **Reset**: the robot as built, at rest, every robot particle's velocity perturbed by
+    uniform noise of +-``reset_noise_scale`` m/s from the seeded ``np_random``.
+
+    **Info**: ``{"x": centre of mass x, "time": world time}``.
+
+    ValueError for an empty or disconnected ``robot``, or one with no actuator voxel.
+    """
+
+    def __init__(self, robot: Any = None, render_mode: str | None = None, reset_noise_scale: float = 0.01,
+                 substeps: int = SUBSTEPS) -> None:
+        super().__init__(render_mode, reset_noise_scale)
+        grid = WALKER if robot is None else np.asarray(robot)
+        self.world = World(dim=2, dt=1.0 / 60.0, substeps=substeps)
+        self._terrain(self.world)
+        self.robot = build.voxels(self.world, grid, origin=(START_X, 0.0), cell=CELL, mass=VOXEL_MASS)
+        k = len(self.robot.actuators)
+        if k == 0:
+            raise ValueError("robot has no actuator voxel (3 or 4): nothing to drive")
+        w = self.world
+        self._rows = np.array([w.row(e) for e in self.robot.particles], dtype=np.intp)
+        n = len(self._rows)
+        self.action_space = box(k, 1.0)
+        self.observation_space = box(2 + 2 * n)
+        self._activation = np.ones(k)
+        self._x = 0.0
+        self._ready(self._rows)
+
+    def _terrain(self, world: World) -> None:
+        world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), friction=GROUND_FRICTION)
+
+    def _act(self, action: Array) -> None:
+        a = self._activation
+        np.clip(action, -1.0, 1.0, out=a)
+        a *= 0.5
+        a += 1.0
+        self.robot.drive(a)
+
+    def _start(self) -> None:
+        self._x = float(self.robot.center()[0])
+
+    def _observe(self) -> Array:
+        p = self.world.positions[self._rows]
+        obs = np.empty(2 + 2 * len(p))
+        obs[:2] = self.robot.velocity()
+        obs[2:] = (p - self.robot.center()).ravel()
+        return clipped(obs)
+
+    def _outcome(self) -> tuple[float, bool]:
+        x = float(self.robot.center()[0])
+        reward, self._x = x - self._x, x
+        if x >= GOAL_X:
+            return reward + GOAL_BONUS, True
+        return reward, False
+
+    def _info(self) -> dict[str, Any]:
+        return {"x": float(self.robot.center()[0]), "time": self.world.time}
+
+    def _focus(self) -> tuple[float, float]:
+        c = self.robot.center()
+        return float(c[0]), 0.8
+
+
+class UpStepperEnv(WalkerEnv):
+    """The walker of :class:`WalkerEnv` walks right and up a staircase (Evolution Gym's
+    UpStepper-v0): 8 steps of 0.1 m rise (one voxel) and 0.6 m run, the first at x = 2 m,
+    then a flat top. Action, observation, reward (progress along x), termination (x = 10 m),
+    truncation (1000 steps) and reset as :class:`WalkerEnv`'s."""
+
+    def _terrain(self, world: World) -> None:
+        super()._terrain(world)
+        end = GOAL_X + 2.0
+        for i in range(STEPS):  # step i: a box from the ground to its tread, on to the end
+            x0, top = STAIRS_X + STEP_RUN * i, STEP_RISE * (i + 1)
+            world.add_collider(Box(((x0 + end) / 2, top / 2), ((end - x0) / 2, top / 2)),
+                               friction=GROUND_FRICTION)
