@@ -11,7 +11,7 @@ one exactly what it gives alone.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -33,7 +33,7 @@ class SoftEnv(gym.Env[Array, Array]):
     world in ``__init__`` (then calls ``_ready``) and writes ``_act``, ``_observe``,
     ``_start``, ``_outcome`` and ``_focus``."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["human", "rgb_array"], "render_fps": 60}
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 60}  # noqa: RUF012 (Env's)
 
     world: World
     _noise_rows: NDArray[np.intp]
@@ -100,7 +100,7 @@ class SoftEnv(gym.Env[Array, Array]):
         reward, terminated = self._outcome()
         return self._observe(), reward, terminated, False, self._info()
 
-    def render(self) -> NDArray[np.uint8] | None:  # type: ignore[override]
+    def render(self) -> NDArray[np.uint8] | None:
         """``"rgb_array"``: an (H, W, 3) uint8 image (Pillow); ``"human"``: draw the frame in a
         pygame-ce window, at most ``metadata["render_fps"]`` frames a second; None else."""
         if self.render_mode is None:
@@ -169,6 +169,6 @@ def clipped(values: Array) -> Array:
     return values
 
 
-def box(size: int, limit: float = OBS_LIMIT) -> gym.spaces.Box:
+def box(size: int, limit: float = OBS_LIMIT) -> gym.spaces.Space[Array]:
     """A float64 Box of ``size`` values in [-limit, limit]."""
-    return gym.spaces.Box(-limit, limit, shape=(size,), dtype=np.float64)
+    return cast("gym.spaces.Space[Array]", gym.spaces.Box(-limit, limit, shape=(size,), dtype=np.float64))

@@ -39,8 +39,8 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
     A subclass names ``env_class``."""
 
     env_class: ClassVar[type[SoftEnv]]
-    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP,
-                                          "render_modes": ["rgb_array"], "render_fps": 60}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP,  # noqa: RUF012 (VectorEnv's)
+                "render_modes": ["rgb_array"], "render_fps": 60}
 
     def __init__(self, num_envs: int = 1, *, threads: int = 1, max_episode_steps: int | None = None,
                  render_mode: str | None = None, **env_kwargs: Any) -> None:
@@ -88,7 +88,9 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         self._elapsed[:] = 0
         return self._obs.copy(), infos
 
-    def step(self, actions: Any) -> tuple[Array, Array, NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
+    # (VectorEnv's step says its flags are ArrayType; they are bool arrays here, as Gymnasium's own)
+    def step(  # type: ignore[override]
+            self, actions: Any) -> tuple[Array, Array, NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """One frame of every sub-environment not being auto-reset (see the module docstring)."""
         a = np.asarray(actions, dtype=np.float64)
         shape = self.action_space.shape
@@ -117,7 +119,7 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         return (self._obs.copy(), self._rewards.copy(), self._terminations.copy(),
                 self._truncations.copy(), infos)
 
-    def render(self) -> tuple[NDArray[np.uint8], ...] | None:  # type: ignore[override]
+    def render(self) -> tuple[NDArray[np.uint8], ...] | None:
         """One (H, W, 3) image per sub-environment with ``render_mode="rgb_array"``; None else."""
         if self.render_mode is None:
             return None
