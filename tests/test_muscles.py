@@ -63,14 +63,18 @@ def test_activations_are_clamped_to_the_range_and_nan_is_refused(backend: str) -
 
 
 def test_drive_allocates_nothing() -> None:
+    """Driving 2,000 muscles (16 KB a float64 array) allocates less than an eighth of one
+    such array: the Python objects of the calls only."""
     w = pysoft.World()
     ends = w.add_particles(np.stack([np.arange(2001) * 0.01, np.zeros(2001)], axis=1))
     springs = w.add_springs(np.stack([ends[:-1], ends[1:]], axis=1))
     muscles = w.add_muscles(springs)
     values = np.linspace(0.4, 1.6, len(springs))
-    muscles.drive(values)
     tracemalloc.start()
     try:
+        for _ in range(50):  # (the interpreter's first runs of a function allocate its caches)
+            muscles.drive(values)
+        tracemalloc.reset_peak()
         start = tracemalloc.get_traced_memory()[0]
         for k in range(200):
             values[k] = 1.0
@@ -78,7 +82,7 @@ def test_drive_allocates_nothing() -> None:
         grown = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
-    assert grown < 1024, f"drive allocated {grown} bytes over 200 calls"
+    assert grown < 2048, f"drive allocated {grown} bytes over 200 calls"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -37,8 +37,12 @@ In a 3D world (``World(dim=3)``) the same names make 3D bodies (pysoft.build.sol
 ``mesh`` makes a body of any closed mesh (an OBJ, STL, PLY or OFF file, or arrays),
 tetrahedralised here for the volumetric models, its surface kept as a render mesh. 3D
 builders also take ``model="material"``: a continuum material of Young's modulus and
-Poisson's ratio on the tetrahedra. The 2D-only builders (``circle``, ``polygon``) refuse a
-3D world, naming it.
+Poisson's ratio on the tetrahedra. The 2D-only builders (``circle``, ``polygon``,
+``voxels``) refuse a 3D world, naming it.
+
+``voxels`` makes a voxel robot of a grid in Evolution Gym's convention (rigid, soft and
+actuator voxels sharing their corners; actuators carry muscles) and returns a
+:class:`VoxelRobot` that drives them.
 """
 
 from __future__ import annotations
@@ -59,10 +63,28 @@ from pysoft.build.planar import (
     rope,
 )
 from pysoft.build.solid import cube, mesh
+from pysoft.build.voxels import VoxelRobot, voxels
 
-__all__ = ["AREA_STIFFNESS", "AREA_UNDER_MATCHING", "MODELS", "ROLLING_RESISTANCE", "SKIN_STABLE", "ball",
-           "blob", "box", "circle", "cloth", "cube", "gas_forces", "grid_pairs", "mesh",
-           "polygon", "rope"]
+__all__ = [
+    "AREA_STIFFNESS",
+    "AREA_UNDER_MATCHING",
+    "MODELS",
+    "ROLLING_RESISTANCE",
+    "SKIN_STABLE",
+    "VoxelRobot",
+    "ball",
+    "blob",
+    "box",
+    "circle",
+    "cloth",
+    "cube",
+    "gas_forces",
+    "grid_pairs",
+    "mesh",
+    "polygon",
+    "rope",
+    "voxels",
+]
 
 F = TypeVar("F", bound=Callable[..., int])
 

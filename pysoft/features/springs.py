@@ -180,7 +180,8 @@ class Springs(Feature):
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         m, t = self.table.n, self.areas.table.n
         return {"springs": (m, functools.partial(self.term.calls[0], *self.term.arguments())),
-                "area_springs": (t, functools.partial(self.term.area_calls[0], t, self.ctx.dim))}
+                "area_springs": (t, functools.partial(self.term.area_calls[0], t, self.ctx.dim)),
+                "muscles": (m, functools.partial(self.term.muscles, m, *MUSCLE_RANGE))}
 
     def add_spring(self, a: int, b: int, stiffness: float = 500.0, damping: float = 2.0,
                    rest_length: float | None = None, max_strain: float | None = None) -> int:
