@@ -30,8 +30,8 @@ OBS_LIMIT = 100.0  # every observation is clipped to [-OBS_LIMIT, OBS_LIMIT] (m,
 
 class SoftEnv(gym.Env[Array, Array]):
     """The base of pysoft's environments (see the module docstring). A subclass builds its
-    world in ``__init__`` (then calls ``_ready``) and writes ``_act``, ``_observe``,
-    ``_start``, ``_outcome`` and ``_focus``."""
+    world in ``__init__`` (then calls ``_ready``) and writes ``_act``, ``_start``,
+    ``_outcome`` and ``_focus``."""
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 60}  # noqa: RUF012 (Env's)
 
@@ -68,10 +68,10 @@ class SoftEnv(gym.Env[Array, Array]):
             s = self.reset_noise_scale
             noise = self.np_random.uniform(-s, s, size=(len(self._noise_rows), 2))
             self.world.velocities[self._noise_rows] += noise
-        self._start()
+        obs, info = self._start()
         if self.render_mode == "human":
             self.render()
-        return self._observe(), self._info()
+        return obs, info
 
     def step(self, action: Any) -> tuple[Array, float, bool, bool, dict[str, Any]]:
         """Apply ``action``, advance the world one frame (``world.dt``), and return
@@ -97,8 +97,8 @@ class SoftEnv(gym.Env[Array, Array]):
     def outcome(self) -> tuple[Array, float, bool, bool, dict[str, Any]]:
         """After the frame: (observation, reward, terminated, False, info). Truncation is
         the TimeLimit's (``max_episode_steps`` of the registration)."""
-        reward, terminated = self._outcome()
-        return self._observe(), reward, terminated, False, self._info()
+        obs, reward, terminated, info = self._outcome()
+        return obs, reward, terminated, False, info
 
     def render(self) -> NDArray[np.uint8] | None:
         """``"rgb_array"``: an (H, W, 3) uint8 image (Pillow); ``"human"``: draw the frame in a
@@ -143,19 +143,13 @@ class SoftEnv(gym.Env[Array, Array]):
     def _act(self, action: Array) -> None:
         raise NotImplementedError
 
-    def _start(self) -> None:
-        """After a reset: remember what rewards are measured from."""
+    def _start(self) -> tuple[Array, dict[str, Any]]:
+        """After a reset: remember what rewards are measured from; the first observation and info."""
         raise NotImplementedError
 
-    def _observe(self) -> Array:
+    def _outcome(self) -> tuple[Array, float, bool, dict[str, Any]]:
+        """(observation, reward, terminated, info) after the frame just run."""
         raise NotImplementedError
-
-    def _outcome(self) -> tuple[float, bool]:
-        """(reward, terminated) of the frame just run."""
-        raise NotImplementedError
-
-    def _info(self) -> dict[str, Any]:
-        return {}
 
     def _focus(self) -> tuple[float, float]:
         """The world point the render centres on."""

@@ -56,9 +56,11 @@ class JellyCarEnv(SoftEnv):
     def _act(self, action: Array) -> None:
         self.car.motor.throttle = float(min(1.0, max(-1.0, float(action[0]))))
 
-    def _start(self) -> None:
+    def _start(self) -> tuple[Array, dict[str, Any]]:
         self.car.motor.throttle = 0.0
-        self._x = self._centre()[0]
+        obs = self._observe()
+        self._x = float(obs[0])
+        return obs, {"x": self._x, "time": self.world.time}
 
     def _centre(self) -> tuple[float, float]:
         c = self.world.positions[self._rows].mean(axis=0)
@@ -75,16 +77,14 @@ class JellyCarEnv(SoftEnv):
         obs = np.array([c[0], c[1], u[0], u[1], np.cos(angle), np.sin(angle), spin], dtype=np.float64)
         return clipped(obs)
 
-    def _outcome(self) -> tuple[float, bool]:
-        x = self._centre()[0]
-        reward, self._x = x - self._x, x
+    def _outcome(self) -> tuple[Array, float, bool, dict[str, Any]]:
         obs = self._observe()
+        x = float(obs[0])
+        reward, self._x = x - self._x, x
         finished = x >= FINISH_X
         terminated = finished or bool(obs[4] < FLIPPED_COS)
-        return reward + (1.0 if finished else 0.0), terminated
-
-    def _info(self) -> dict[str, Any]:
-        return {"x": self._centre()[0], "time": self.world.time}
+        info = {"x": x, "time": self.world.time}
+        return obs, reward + (1.0 if finished else 0.0), terminated, info
 
     def _focus(self) -> tuple[float, float]:
         x, _ = self._centre()

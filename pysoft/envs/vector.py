@@ -80,10 +80,11 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
                 raise ValueError(f"seed must be None, an int or {self.num_envs} seeds, got {len(seeds)}")
         if isinstance(seed, (int, np.integer)):
             self._np_random, self._np_random_seed = gym.utils.seeding.np_random(int(seed))
-        infos: dict[str, Any] = {}
+        each = []
         for i, env in enumerate(self.envs):
             self._obs[i], info = env.reset(seed=seeds[i], options=options)
-            infos = self._add_info(infos, info, i)
+            each.append(info)
+        infos = self._infos(each)
         self._terminations[:] = self._truncations[:] = self._autoreset[:] = False
         self._elapsed[:] = 0
         return self._obs.copy(), infos
@@ -96,13 +97,15 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         shape = self.action_space.shape
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (one action per environment), got {a.shape}")
+        if not np.isfinite(a.sum()):
+            raise ValueError(f"actions must be finite: row {int(np.flatnonzero(~np.isfinite(a).all(1))[0])} is not")
         stepped = []
         for i, env in enumerate(self.envs):
             if not self._autoreset[i]:
-                env.act(a[i])
+                env._act(a[i])  # (checked above, as a whole)
                 stepped.append(i)
         step_many([self._worlds[i] for i in stepped], 1, threads=self.threads)
-        infos: dict[str, Any] = {}
+        each = []
         for i, env in enumerate(self.envs):
             if self._autoreset[i]:
                 self._obs[i], info = env.reset()
@@ -114,10 +117,26 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
                 self._elapsed[i] += 1
                 limit = self.max_episode_steps
                 self._truncations[i] = limit is not None and self._elapsed[i] >= limit
-            infos = self._add_info(infos, info, i)
+            each.append(info)
         np.logical_or(self._terminations, self._truncations, out=self._autoreset)
         return (self._obs.copy(), self._rewards.copy(), self._terminations.copy(),
-                self._truncations.copy(), infos)
+                self._truncations.copy(), self._infos(each))
+
+    def _infos(self, each: list[dict[str, Any]]) -> dict[str, Any]:
+        """The sub-environments' infos batched as Gymnasium's ``_add_info`` batches them (a
+        key's values in an array, ``_key`` which environments gave one), at once when every
+        info has the same keys of floats."""
+        keys = tuple(each[0])
+        if all(tuple(info) == keys and all(type(v) is float for v in info.values()) for info in each):
+            out: dict[str, Any] = {}
+            for key in keys:
+                out[key] = np.array([info[key] for info in each], dtype=np.float64)
+                out[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
+            return out
+        infos: dict[str, Any] = {}
+        for i, info in enumerate(each):
+            infos = self._add_info(infos, info, i)
+        return infos
 
     def render(self) -> tuple[NDArray[np.uint8], ...] | None:
         """One (H, W, 3) image per sub-environment with ``render_mode="rgb_array"``; None else."""
