@@ -502,7 +502,8 @@ def describe_walkers(w: dict[str, Any]) -> list[str]:
         ratio = w[f"vector{t}_vs_single"]
         lines.append(f"  vector env of {w['num_envs']} (make_vec), threads={t}: "
                      f"{w[f'vector{t}_steps_per_s']:,.0f} env-steps/s, {w[f'vector{t}_sim_s_per_s']:.1f} "
-                     f"simulated s/s, {ratio:.2f}x one env (target >= {target:.0f}x: {_met(ratio >= target)})")
+                     f"simulated s/s, {ratio:.2f}x one env "
+                     f"(target >= {target:.0f}x: {_met(ratio >= target)})")
     return lines
 
 

@@ -98,7 +98,8 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (one action per environment), got {a.shape}")
         if not np.isfinite(a.sum()):
-            raise ValueError(f"actions must be finite: row {int(np.flatnonzero(~np.isfinite(a).all(1))[0])} is not")
+            bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
+            raise ValueError(f"actions must be finite: row {bad} is not")
         stepped = []
         for i, env in enumerate(self.envs):
             if not self._autoreset[i]:
