@@ -444,13 +444,13 @@ def bench_walkers(num_envs: int = 64, rounds: int = 5, steps: int = 300,
     import gymnasium as gym
 
     import pysoft.envs
-    from pysoft.envs.walker import gait
+    from pysoft.envs.walker import GAIT_FREQUENCY, gait
 
     single = gym.make("pysoft/Walker-v0", max_episode_steps=None)
     vectors = {t: gym.make_vec("pysoft/Walker-v0", num_envs=num_envs, threads=t, max_episode_steps=None)
                for t in (1, 2)}
     walker = cast(pysoft.envs.WalkerEnv, single.unwrapped)
-    period = 30  # frames: the gait's 2 Hz at 60 Hz
+    period = round(60.0 / GAIT_FREQUENCY)  # frames
     table = np.stack([gait(walker.robot.actuators, f, np.empty(len(walker.robot.actuators)))
                       for f in range(period)])
     batch = np.repeat(table[:, None, :], num_envs, axis=1)

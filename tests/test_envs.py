@@ -183,3 +183,14 @@ def test_bad_input_is_named() -> None:
         pysoft.envs.WalkerVectorEnv(num_envs=2, threads=0)
     with pytest.raises(ValueError, match="render_mode"):
         pysoft.envs.WalkerVectorEnv(num_envs=2, render_mode="human")
+
+
+def test_the_benchmark_rows_run() -> None:
+    """python -m pysoft bench's soft-robot rows, briefly (figures are not checked: no timed tests)."""
+    from pysoft import bench
+
+    w = bench.bench_walkers(num_envs=4, rounds=1, steps=5, vector_steps=2)
+    assert w is not None and w["num_envs"] == 4 and w["substeps"] == 8 and w["hz"] == 60
+    assert all(w[k] > 0 for k in ("single_sim_s_per_s", "vector1_steps_per_s", "vector2_vs_single"))
+    lines = bench.describe_walkers(w)
+    assert len(lines) == 4 and all("target" in line for line in lines[1:])

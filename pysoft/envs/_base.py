@@ -35,6 +35,7 @@ class SoftEnv(gym.Env[Array, Array]):
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 60}  # noqa: RUF012 (Env's)
 
+    render_scale = RENDER_SCALE  # pixels per metre
     world: World
     _noise_rows: NDArray[np.intp]
 
@@ -105,7 +106,7 @@ class SoftEnv(gym.Env[Array, Array]):
         pygame-ce window, at most ``metadata["render_fps"]`` frames a second; None else."""
         if self.render_mode is None:
             return None
-        camera = Camera(*RENDER_SIZE, center=self._focus(), scale=RENDER_SCALE)
+        camera = Camera(*RENDER_SIZE, center=self._focus(), scale=self.render_scale)
         if self.render_mode == "rgb_array":
             from pysoft.draw import image
 
