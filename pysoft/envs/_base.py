@@ -87,7 +87,10 @@ class SoftEnv(gym.Env[Array, Array]):
     def act(self, action: Any) -> None:
         """Check ``action`` (ValueError naming it for a wrong shape or NaN; values outside
         [-1, 1] are clipped) and hand it to the world for the next frame."""
-        a = np.asarray(action, dtype=np.float64) if not isinstance(action, np.ndarray) else action
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"action must be real numbers: {e}") from None
         shape = self.action_space.shape
         if a.shape != shape:
             raise ValueError(f"action must have shape {shape}, got {a.shape}")

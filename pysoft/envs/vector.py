@@ -2,6 +2,9 @@
 threads=T)`` (the default mode for pysoft's ids) gives a :class:`SoftVectorEnv` that steps all
 its worlds in one :func:`pysoft.step_many` call per step, on ``threads`` threads.
 
+``threads`` is this mode's argument (``"sync"`` and ``"async"`` make Gymnasium's own vector
+environments of single environments, which take no ``threads``).
+
 Auto-reset is Gymnasium's default, next-step (``AutoresetMode.NEXT_STEP``, in
 ``metadata["autoreset_mode"]``): the step after a sub-environment terminates or truncates
 resets it (its action is ignored; reward 0, terminated and truncated False) and returns its
@@ -93,7 +96,10 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
     def step(  # type: ignore[override]
             self, actions: Any) -> tuple[Array, Array, NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """One frame of every sub-environment not being auto-reset (see the module docstring)."""
-        a = np.asarray(actions, dtype=np.float64)
+        try:
+            a = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"actions must be real numbers: {e}") from None
         shape = self.action_space.shape
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (one action per environment), got {a.shape}")
