@@ -122,7 +122,8 @@ class SoftEnv(gym.Env[Array, Array]):
         from pysoft.draw.pygame import BACKGROUND, PygameDrawer, load
 
         pg = load()
-        if self._window is None:
+        if self._window is None or pg.display.get_surface() is not self._window:
+            # (pygame has one window a process: another env may have closed or taken it)
             pg.display.init()
             pg.font.init()
             pg.display.set_caption(type(self).__name__)

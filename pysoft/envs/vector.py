@@ -39,7 +39,8 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
     in one :func:`pysoft.step_many` call on ``threads`` threads (1 to 16), then reads every
     outcome. ``max_episode_steps`` truncates as Gymnasium's TimeLimit does (None: never).
     ``render_mode`` None or ``"rgb_array"`` (``render()`` gives one image per environment).
-    A subclass names ``env_class``."""
+    A world that goes unstable raises ``pysoft.StepManyError`` naming it (the others have
+    run their frame). A subclass names ``env_class``."""
 
     env_class: ClassVar[type[SoftEnv]]
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP,  # noqa: RUF012 (VectorEnv's)
