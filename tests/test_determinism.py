@@ -380,6 +380,9 @@ LAYOUT = {3: [
 LAYOUT[4] = [*LAYOUT[3][: LAYOUT[3].index("volumes.compliance") + 1], "materials.entity",
              "materials.young", "materials.poisson", "materials.rest_volume", "materials.dm_inv",
              "materials.compliance", *LAYOUT[3][LAYOUT[3].index("volumes.compliance") + 1 :]]
+# 5: the springs' muscle lengths and activations after their damping
+LAYOUT[5] = [*LAYOUT[4][: LAYOUT[4].index("springs.damping") + 1], "springs.muscle_length",
+             "springs.activation", *LAYOUT[4][LAYOUT[4].index("springs.damping") + 1 :]]
 
 
 def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:
