@@ -146,7 +146,7 @@ def voxels(world: World, grid: Any, origin: Sequence[float] = (0.0, 0.0), cell: 
     pos = np.stack([ox + corners[:, 1] * side, oy + (rows_ - corners[:, 0]) * side], axis=1)
     masses = np.zeros(len(corners))
     edges: dict[tuple[int, int], list[Any]] = {}  # (a, b): [stiffness, [actuators]]
-    actuators = [tuple(v) for v in filled.tolist() if kinds[v[0], v[1]] in (HORIZONTAL, VERTICAL)]
+    actuators = [(v[0], v[1]) for v in filled.tolist() if kinds[v[0], v[1]] in (HORIZONTAL, VERTICAL)]
     actuator_of = {v: i for i, v in enumerate(actuators)}
     sides: dict[tuple[int, int], int] = {}  # directed outline sides: count of voxels
     for r, col in filled.tolist():
