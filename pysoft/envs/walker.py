@@ -86,8 +86,10 @@ class WalkerEnv(SoftEnv):
         except ValueError as e:  # (the builder names its own argument, grid: this one is robot)
             raise ValueError(f"robot: {e}") from None
         k = len(self.robot.actuators)
-        if k == 0:
+        muscles = self.robot.muscles
+        if k == 0 or muscles is None:
             raise ValueError("robot has no actuator voxel (3 or 4): nothing to drive")
+        self._muscles = muscles
         w = self.world
         self._rows = np.array([w.row(e) for e in self.robot.particles], dtype=np.intp)
         n = len(self._rows)
@@ -96,19 +98,31 @@ class WalkerEnv(SoftEnv):
         self._size = 2 + 2 * n
         self.action_space = box(k, 1.0)
         self.observation_space = box(2 + 2 * n)
-        self._activation = np.ones(k)
+        self._drive = self._drive_matrix()
+        self._action, self._activation = np.zeros(k), np.ones(len(self._drive))
         self._x = 0.0
         self._ready(self._rows)
 
     def _terrain(self, world: World) -> None:
         world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), friction=GROUND_FRICTION)
 
+    def _drive_matrix(self) -> Array:
+        """(muscles, actuators): muscle m's activation is 1 + (this @ action)[m], the mean of
+        1 + 0.5 action over the actuator voxels it belongs to (as ``VoxelRobot.drive``)."""
+        index = {int(e): m for m, e in enumerate(self._muscles.springs.tolist())}
+        owners = np.zeros((len(index), len(self.robot.actuators)))
+        for j, (row, col) in enumerate(self.robot.actuators.tolist()):
+            for spring in self.robot.voxel_muscles(row, col):
+                owners[index[spring], j] = 1.0
+        out: Array = 0.5 * owners / owners.sum(axis=1, keepdims=True)
+        return out
+
     def _act(self, action: Array) -> None:
-        a = self._activation
+        a, m = self._action, self._activation
         np.clip(action, -1.0, 1.0, out=a)
-        a *= 0.5
-        a += 1.0
-        self.robot.drive(a)
+        np.matmul(self._drive, a, out=m)
+        m += 1.0
+        self._muscles.drive(m)  # (one call: a vector env steps many of these a frame)
 
     def _measure(self) -> tuple[Array, float]:
         """The observation and the centre of mass x."""
