@@ -162,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="also time the other engines installed (pymunk) on the same scene")
     p_bench.add_argument("--models", action="store_true",
                          help="only the body-model scenes (the 3D XPBD tet cubes among them)")
+    p_bench.add_argument("--walkers", action="store_true",
+                         help="only the soft-robot environments' figures (needs the rl extra)")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
@@ -198,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return render(args.scene, args.out, args.seconds, args.fps, args.size)
     from pysoft import bench
 
+    if args.walkers:
+        walkers = bench.bench_walkers(rounds=args.rounds)
+        if walkers is None:
+            parser.error('--walkers needs gymnasium: pip install "pysoft[rl]"')
+        print("\n".join(bench.describe_walkers(walkers)))
+        return 0
     results = bench.run(tuple(args.sizes), args.rounds, args.json, with_peers=args.peers,
                         models_only=args.models)
     if args.markdown:

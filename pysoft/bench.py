@@ -424,6 +424,90 @@ def bench_many(count: int = 256, rounds: int = 5, frames: tuple[int, ...] = (1, 
     return out
 
 
+# The soft-robot environments' targets (simulated seconds per second of wall time): Evolution
+# Gym's Walker-v0 with a 5 x 5 robot, measured on the machine these figures come from, runs about
+# 500 env.step() a second of 30 substeps of 0.1 ms: ~1.5 simulated seconds per second
+WALKER_REFERENCE_SIM_S = 1.5
+WALKER_SINGLE_TARGET = 50.0  # simulated s/s, one environment
+WALKER_VECTOR_TARGETS = {1: 3.0, 2: 5.0}  # the vector env of 64 over one environment, by threads
+
+
+def bench_walkers(num_envs: int = 64, rounds: int = 5, steps: int = 300,
+                  vector_steps: int = 30) -> dict[str, Any] | None:
+    """``pysoft/Walker-v0`` (the default 5 x 5 walker, 60 Hz, its 8 substeps) driven by the fixed
+    gait of ``pysoft.envs.walker.gait``: ``env.step()`` a second of one environment made by
+    ``gymnasium.make`` (its wrappers included), and of the vector environment of ``num_envs``
+    (``gymnasium.make_vec``, one ``step_many`` call a step) on one thread and on two; rounds
+    interleaved, medians; simulated seconds per second of wall time and the ratios to one
+    environment. None without gymnasium (the ``rl`` extra)."""
+    if importlib.util.find_spec("gymnasium") is None:
+        return None
+    import gymnasium as gym
+
+    import pysoft.envs
+    from pysoft.envs.walker import GAIT_FREQUENCY, gait
+
+    single = gym.make("pysoft/Walker-v0", max_episode_steps=None)
+    vectors = {t: gym.make_vec("pysoft/Walker-v0", num_envs=num_envs, threads=t, max_episode_steps=None)
+               for t in (1, 2)}
+    walker = cast(pysoft.envs.WalkerEnv, single.unwrapped)
+    period = round(60.0 / GAIT_FREQUENCY)  # frames
+    table = np.stack([gait(walker.robot.actuators, f, np.empty(len(walker.robot.actuators)))
+                      for f in range(period)])
+    batch = np.repeat(table[:, None, :], num_envs, axis=1)
+    single.reset(seed=0)
+    for v in vectors.values():
+        v.reset(seed=0)
+    clock = {"frame": 0}
+
+    def one() -> None:
+        for f in range(steps):
+            single.step(table[f % period])
+
+    def many(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(vector_steps):
+                vectors[t].step(batch[clock["frame"] % period])
+                clock["frame"] += 1
+        return run
+
+    times = _rounds({"single": one, "vector1": many(1), "vector2": many(2)}, 1, rounds)
+    dt = walker.world.dt
+    rate = {"single": steps / times["single"],
+            **{f"vector{t}": num_envs * vector_steps / times[f"vector{t}"] for t in (1, 2)}}
+    out: dict[str, Any] = {"particles": len(walker.robot.particles),
+                           "springs": walker.world.store.springs.n, "substeps": walker.world.substeps,
+                           "hz": round(1.0 / dt), "num_envs": num_envs,
+                           "reference_sim_s_per_s": WALKER_REFERENCE_SIM_S}
+    for k, r in rate.items():
+        out[f"{k}_steps_per_s"] = r
+        out[f"{k}_sim_s_per_s"] = r * dt
+    for t in (1, 2):
+        out[f"vector{t}_vs_single"] = rate[f"vector{t}"] / rate["single"]
+    single.close()
+    for v in vectors.values():
+        v.close()
+    return out
+
+
+def describe_walkers(w: dict[str, Any]) -> list[str]:
+    """The walker benchmark's lines, targets included."""
+    single = w["single_sim_s_per_s"]
+    lines = [f"soft robots: pysoft/Walker-v0, the 5 x 5 walker ({w['particles']} particles, {w['springs']} "
+             f"springs), {w['hz']} Hz, {w['substeps']} substeps, the fixed gait",
+             f"  one env (gymnasium.make): {w['single_steps_per_s']:,.0f} env.step()/s, {single:.1f} "
+             f"simulated s/s ({single / w['reference_sim_s_per_s']:.0f}x Evolution Gym's "
+             f"~{w['reference_sim_s_per_s']} on this machine; target >= {WALKER_SINGLE_TARGET:.0f}: "
+             f"{_met(single >= WALKER_SINGLE_TARGET)})"]
+    for t, target in WALKER_VECTOR_TARGETS.items():
+        ratio = w[f"vector{t}_vs_single"]
+        lines.append(f"  vector env of {w['num_envs']} (make_vec), threads={t}: "
+                     f"{w[f'vector{t}_steps_per_s']:,.0f} env-steps/s, {w[f'vector{t}_sim_s_per_s']:.1f} "
+                     f"simulated s/s, {ratio:.2f}x one env "
+                     f"(target >= {target:.0f}x: {_met(ratio >= target)})")
+    return lines
+
+
 def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -774,6 +858,14 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), rounds: int = 5,
          f"{many['resident_kib_per_world']:,.0f} KiB resident (default capacity); "
          f"{many['small_virtual_mib_per_world']:,.1f} MiB and {many['small_resident_kib_per_world']:,.0f} "
          "KiB with capacity=4096")
+    walkers = bench_walkers(rounds=rounds)
+    if walkers is None:
+        echo("\nsoft robots: skipped (pip install \"pysoft[rl]\" for gymnasium)")
+    else:
+        results["walkers"] = walkers
+        echo("")
+        for line in describe_walkers(walkers):
+            echo(line)
     body = bench_small_body(rounds)
     results["small_body"] = body
     echo(f"\none {body['particles']}-particle body, {body['substeps']} substeps: "

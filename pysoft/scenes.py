@@ -312,6 +312,12 @@ def course(**world_args: Any) -> World:
     up to a plateau (a box), a plank down, a gas ball and a crate in the dip and a steep bank
     (a polygon) at the end; a jelly car (:func:`jelly_car`) at the start with its motor on:
     it drives itself to +x (the sandbox hands its throttle to LEFT/RIGHT)."""
+    return course_and_car(**world_args)[0]
+
+
+def course_and_car(throttle: float = 1.0, **world_args: Any) -> tuple[World, Car]:
+    """:func:`course` and its car (``car.motor.throttle`` drives it; ``throttle`` is where it
+    starts: pysoft.envs' JellyCar starts it at 0)."""
     world = World(dim=2, **world_args)
     ground: dict[str, Any] = {"restitution": 0.1, "friction": 1.0}
     world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), **ground)
@@ -324,8 +330,8 @@ def course(**world_args: Any) -> World:
     world.add_collider(Polygon([(4.2, 0.0), (5.4, 0.0), (5.4, 1.0)]), **ground)  # the bank
     build.ball(world, center=(3.3, 0.36), radius=0.35, mass=0.5)
     build.box(world, center=(3.95, 0.21), size=(0.4, 0.4), model="springs+shape_matching", mass=0.4)
-    jelly_car(world, position=(-4.1, 0.85), throttle=1.0)
-    return world
+    car = jelly_car(world, position=(-4.1, 0.85), throttle=throttle)
+    return world, car
 
 
 def planets(**world_args: Any) -> World:

@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pysoft import bench
@@ -153,6 +154,10 @@ EXPECT = {
     # step_many gave what a thread pool of step() gives (nan otherwise)
     "many_rooms": ((16, 2.0), _lands_on_the_floor),
     # every closed 3D body keeps its volume within 5 % once landed (3 s: 3.5 % measured)
+    # one generation of 4 walker designs, evaluated here (test_evolve runs it on Ray): finite
+    # distances, the default walker's first
+    "evolve_walkers": ((1, 4, 0, True), lambda history: len(history) == 1 and len(history[0]) == 4
+                       and bool(np.isfinite(history[0]).all())),
     "solids_3d": ((3.0,), lambda ratios: len(ratios) == 5
                   and all(abs(r - 1.0) < 0.05 for r in ratios.values())),
     # 3D: the rope hangs from its pin (1.5 m long, the pin at 2.5 m), the blob lies on the floor

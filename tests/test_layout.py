@@ -16,7 +16,9 @@ PACKAGE = ROOT / "pysoft"
 OUTER = {"pysoft", "pysoft.__main__", "pysoft.build", "pysoft.build.planar", "pysoft.build.solid",
          "pysoft.build.voxels",
          "pysoft.scenes", "pysoft.bench", "pysoft.draw",
-         "pysoft.draw.terminal", "pysoft.draw.image", "pysoft.peers", "pysoft.many"}
+         "pysoft.draw.terminal", "pysoft.draw.image", "pysoft.peers", "pysoft.many",
+         "pysoft.build.voxels", "pysoft.envs", "pysoft.envs._base", "pysoft.envs.walker",
+         "pysoft.envs.jellycar", "pysoft.envs.vector"}
 
 
 def _modules() -> dict[str, pathlib.Path]:
