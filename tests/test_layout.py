@@ -17,7 +17,7 @@ OUTER = {"pysoft", "pysoft.__main__", "pysoft.build", "pysoft.build.planar", "py
          "pysoft.build.voxels",
          "pysoft.scenes", "pysoft.bench", "pysoft.draw",
          "pysoft.draw.terminal", "pysoft.draw.image", "pysoft.peers", "pysoft.many",
-         "pysoft.build.voxels", "pysoft.envs", "pysoft.envs._base", "pysoft.envs.walker",
+         "pysoft.envs", "pysoft.envs._base", "pysoft.envs.walker",
          "pysoft.envs.jellycar", "pysoft.envs.vector"}
 
 
