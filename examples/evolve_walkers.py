@@ -22,7 +22,8 @@ import numpy as np
 
 import pysoft
 from pysoft import build
-from pysoft.envs.walker import WALKER, gait_distance
+from pysoft.build.voxels import WALKER
+from pysoft.envs.walker import gait_distance
 
 SECONDS = 4.0  # of gait per evaluation
 ELITE = 2  # designs kept unchanged into the next generation

@@ -445,7 +445,7 @@ def bench_walkers(num_envs: int = 64, rounds: int = 5, steps: int = 300,
     import gymnasium as gym
 
     import pysoft.envs
-    from pysoft.envs.walker import GAIT_FREQUENCY, gait
+    from pysoft.build.voxels import GAIT_FREQUENCY, gait
 
     single = gym.make("pysoft/Walker-v0", max_episode_steps=None)
     vectors = {t: gym.make_vec("pysoft/Walker-v0", num_envs=num_envs, threads=t, max_episode_steps=None)

@@ -16,6 +16,7 @@ import numpy as np
 from pysoft import build
 from pysoft._pipeline import Priority
 from pysoft.build import grid_pairs, solid
+from pysoft.build.voxels import WALKER, VoxelRobot, gait
 from pysoft.shapes import Box, Disc, Plane, Polygon, Segment, Sphere
 from pysoft.world import World
 
@@ -458,6 +459,39 @@ def drape3d(**world_args: Any) -> World:
     return world
 
 
+class Gait(esper.Processor):
+    """A system that walks voxel robots (``build.voxels``): before each frame's first
+    substep, every robot's actuators get the fixed gait of the frame (``build.voxels.gait``)."""
+
+    def __init__(self, world: World, robots: list[VoxelRobot]) -> None:
+        self.world, self.robots = world, robots
+        self.actions = [np.empty(len(r.actuators)) for r in robots]
+
+    def process(self, h: float) -> None:
+        if self.world.pipeline.substep:
+            return
+        frame = round(self.world.time * 60.0)
+        for robot, action in zip(self.robots, self.actions, strict=True):
+            gait(robot.actuators, frame, action)
+            action *= 0.5
+            action += 1.0
+            robot.drive(action)
+
+
+def walkers(**world_args: Any) -> World:
+    """Three voxel robots (Evolution Gym's grids: the default walker, a soft one and a
+    two-legged one with a rigid spine) walking right on flat ground with a fixed gait (a
+    :class:`Gait` system); muscles drawn blue when contracted, red when extended."""
+    world = World(**world_args)
+    world.add_collider(Plane((0.0, 1.0), 0.0), friction=1.0)
+    soft = np.where(WALKER == 1, 2, WALKER)
+    legs = np.array([[1, 1, 1, 1, 1], [4, 0, 3, 0, 4], [4, 0, 0, 0, 4], [3, 0, 0, 0, 3]])
+    robots = [build.voxels(world, grid, origin=(1.2 * k, 0.0), cell=0.1)  # side by side
+              for k, grid in enumerate((WALKER, soft, legs))]
+    world.add_system(Gait(world, robots), priority=Priority.FORCES - 50)
+    return world
+
+
 # The scenes of the sandbox (``python -m pysoft sandbox --scene NAME``) and of
 # ``python -m pysoft render NAME``, by name; each maker takes World keywords and returns the
 # World ready to step (60 Hz, 8 substeps), stable with its defaults.
@@ -472,4 +506,5 @@ SHOWCASE: dict[str, Callable[..., World]] = {
     "boxes": boxes_showcase,
     "jelly3d": jelly3d,
     "drape3d": drape3d,
+    "walkers": walkers,
 }

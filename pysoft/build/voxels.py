@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pysoft import _validate as validate
 from pysoft.build.planar import STIFFNESS_PER_KG, _body, _or_undo, _particles
@@ -37,6 +38,21 @@ _EDGES = ((0, 1, HORIZONTAL), (3, 2, HORIZONTAL), (0, 3, VERTICAL), (1, 2, VERTI
           (0, 2, EMPTY), (1, 3, EMPTY))
 # Its sides counter-clockwise (the body's inside on their left), for the outline
 _SIDES = ((3, 2), (2, 1), (1, 0), (0, 3))
+
+
+# The default robot (Evolution Gym's convention: 0 empty, 1 rigid, 2 soft, 3 horizontal and
+# 4 vertical actuator; row 0 is the top): a rigid back over two legs of actuators
+WALKER = np.array([
+    [1, 1, 1, 1, 1],
+    [3, 3, 3, 3, 3],
+    [4, 4, 0, 4, 4],
+    [4, 4, 0, 4, 4],
+    [3, 3, 0, 3, 3],
+], dtype=np.int64)
+
+# :func:`gait`'s: action amplitude and Hz (the default walker walks 0.6 m in 8 s
+# with it, staying up: its top never below 0.43 m of its 0.5 m)
+GAIT_AMPLITUDE, GAIT_FREQUENCY = 0.4, 4.0
 
 
 class VoxelRobot:
@@ -259,3 +275,19 @@ def _outline(pos: np.ndarray, sides: list[tuple[int, int]]) -> np.ndarray:
 def _turn(d: np.ndarray, e: np.ndarray) -> float:
     """The angle from direction ``d`` to ``e``, counter-clockwise, in (-pi, pi]."""
     return math.atan2(d[0] * e[1] - d[1] * e[0], d[0] * e[0] + d[1] * e[1])
+
+
+def gait(actuators: NDArray[np.int64], frame: int, out: NDArray[np.float64],
+         amplitude: float = GAIT_AMPLITUDE, frequency: float = GAIT_FREQUENCY,
+         dt: float = 1.0 / 60.0) -> NDArray[np.float64]:
+    """A fixed periodic gait: actuator j's action at ``frame`` is ``amplitude`` x
+    sin(2 pi ``frequency`` t - 2 pi col / 5 + pi row / 2) for the voxel at (row, col) (a wave
+    running right along the body, each row a quarter period behind the one above), in ``out``:
+    an action in [-1, 1] per row of a VoxelRobot's ``actuators``, its activation
+    1 + 0.5 x action (``pysoft.envs``' mapping)."""
+    np.multiply(actuators[:, 0], 0.5 * np.pi, out=out)
+    out -= 0.4 * np.pi * actuators[:, 1]
+    out += 2.0 * np.pi * frequency * frame * dt
+    np.sin(out, out=out)
+    out *= amplitude
+    return out

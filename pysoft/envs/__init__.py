@@ -23,9 +23,10 @@ try:
 except ImportError as e:  # pragma: no cover - the extra is installed in the tests
     raise ImportError('pysoft.envs needs gymnasium: pip install "pysoft[rl]"') from e
 
+from pysoft.build.voxels import WALKER
 from pysoft.envs.jellycar import JellyCarEnv
 from pysoft.envs.vector import JellyCarVectorEnv, SoftVectorEnv, UpStepperVectorEnv, WalkerVectorEnv
-from pysoft.envs.walker import WALKER, UpStepperEnv, WalkerEnv
+from pysoft.envs.walker import UpStepperEnv, WalkerEnv
 
 __all__ = ["ENVS", "WALKER", "JellyCarEnv", "JellyCarVectorEnv", "SoftVectorEnv", "UpStepperEnv",
            "UpStepperVectorEnv", "WalkerEnv", "WalkerVectorEnv"]

@@ -7,22 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from pysoft import _validate, build
+from pysoft.build.voxels import WALKER, gait
 from pysoft.envs._base import Array, SoftEnv, box, clipped
 from pysoft.shapes import Box, Plane
 from pysoft.world import World
-
-# The default robot (Evolution Gym's convention: 0 empty, 1 rigid, 2 soft, 3 horizontal and
-# 4 vertical actuator; row 0 is the top): a rigid back over two legs of actuators
-WALKER = np.array([
-    [1, 1, 1, 1, 1],
-    [3, 3, 3, 3, 3],
-    [4, 4, 0, 4, 4],
-    [4, 4, 0, 4, 4],
-    [3, 3, 0, 3, 3],
-], dtype=np.int64)
 
 CELL = 0.1  # m, a voxel's side
 VOXEL_MASS = 0.1  # kg
@@ -36,9 +26,6 @@ MIN_CAPACITY = 64
 START_X = 0.5  # m: the robot's lower-left corner
 GOAL_X = 10.0  # m: the centre of mass x that ends the episode
 GOAL_BONUS = 1.0
-# gait_distance's fixed gait: action amplitude and Hz (the default walker walks 0.6 m in 8 s
-# with it, staying up: its top never below 0.43 m of its 0.5 m)
-GAIT_AMPLITUDE, GAIT_FREQUENCY = 0.4, 4.0
 STEP_RISE, STEP_RUN, STEPS = 0.1, 0.6, 8  # m, m, count: UpStepper's staircase
 STAIRS_X = 2.0  # m: where the first step begins
 
@@ -164,19 +151,6 @@ class UpStepperEnv(WalkerEnv):
             x0, top = STAIRS_X + STEP_RUN * i, STEP_RISE * (i + 1)
             world.add_collider(Box(((x0 + end) / 2, top / 2), ((end - x0) / 2, top / 2)),
                                friction=GROUND_FRICTION)
-
-
-def gait(actuators: NDArray[np.int64], frame: int, out: Array, amplitude: float = GAIT_AMPLITUDE,
-         frequency: float = GAIT_FREQUENCY, dt: float = 1.0 / 60.0) -> Array:
-    """A fixed periodic gait: actuator j's action at ``frame`` is ``amplitude`` x
-    sin(2 pi ``frequency`` t - 2 pi col / 5 + pi row / 2) for the voxel at (row, col) (a wave
-    running right along the body, each row a quarter period behind the one above), in ``out``."""
-    np.multiply(actuators[:, 0], 0.5 * np.pi, out=out)
-    out -= 0.4 * np.pi * actuators[:, 1]
-    out += 2.0 * np.pi * frequency * frame * dt
-    np.sin(out, out=out)
-    out *= amplitude
-    return out
 
 
 def gait_distance(robot: Any, seconds: float = 4.0, substeps: int = SUBSTEPS) -> float:
