@@ -480,10 +480,13 @@ class Gait(esper.Processor):
 
 def walkers(**world_args: Any) -> World:
     """Three voxel robots (Evolution Gym's grids: the default walker, a soft one and a
-    two-legged one with a rigid spine) walking right on flat ground with a fixed gait (a
-    :class:`Gait` system); muscles drawn blue when contracted, red when extended."""
+    two-legged one with a rigid spine) walking right with a fixed gait (a :class:`Gait`
+    system) along a 5 m track between two walls; muscles drawn blue when contracted, red when
+    extended."""
     world = World(**world_args)
     world.add_collider(Plane((0.0, 1.0), 0.0), friction=1.0)
+    for x in (-0.3, 4.9):  # a wall at each end of a 5 m track
+        world.add_collider(Box((x, 0.4), (0.1, 0.4)))
     soft = np.where(WALKER == 1, 2, WALKER)
     legs = np.array([[1, 1, 1, 1, 1], [4, 0, 3, 0, 4], [4, 0, 0, 0, 4], [3, 0, 0, 0, 3]])
     robots = [build.voxels(world, grid, origin=(1.2 * k, 0.0), cell=0.1)  # side by side
