@@ -391,17 +391,17 @@ def bench_many(count: int = 256, rounds: int = 5, frames: tuple[int, ...] = (1, 
     worlds = [box(i) for i in range(count)]
     step_many(worlds, 120)  # landed (2 s)
     size1, rss1 = _mapped()
+    small = [box(i, capacity=4096) for i in range(count)]
+    for w in small:
+        w.step()
+    size2, rss2 = _mapped()
+    del small
     # each way steps worlds of its own, the same resting boxes (a world stepped by step_many's
     # calls one after another continues each frame from the last in C; a step() in between
     # would start the next one from Python)
     ways = {"loop": worlds, "many": [box(i) for i in range(count)], "many2": [box(i) for i in range(count)]}
     for way in ("many", "many2"):
         step_many(ways[way], 120)
-    small = [box(i, capacity=4096) for i in range(count)]
-    for w in small:
-        w.step()
-    size2, rss2 = _mapped()
-    del small
     out: dict[str, Any] = {"worlds": count, "particles": worlds[0].store.particles.n,
                            "substeps": worlds[0].substeps,
                            "virtual_mib_per_world": (size1 - size0) / count / 2**20,
