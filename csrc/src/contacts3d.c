@@ -130,16 +130,21 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     }
     double W = ((wi + t[0] * t[0] * w[0]) + t[1] * t[1] * w[1]) + t[2] * t[2] * w[2];
     if (!(W > 0.0)) return 0;
-    double inv_w = 1.0 / W, lam = -C * inv_w;
-    for (int d = 0; d < 3; d++) x[d] = x[d] + wi * lam * n[d];
-    for (int c = 0; c < 3; c++)
-        for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d];
     double *v = s->vel + 3L * i, vr[3], vn = 0.0;
     for (int d = 0; d < 3; d++) {
         vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d]);
         vn = vn + vr[d] * n[d];
     }
-    double follow = -C * s->inv_h, cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
+    /* A substep's push is at most what the approach speed plus PS_MAX_PUSHOUT covers in it:
+     * a particle deep inside another body (bodies spawned into each other) comes out over
+     * several substeps, and the springs of both bodies are not torn in one */
+    double cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
+    if (-C > cap * s->h) C = -cap * s->h;
+    double inv_w = 1.0 / W, lam = -C * inv_w;
+    for (int d = 0; d < 3; d++) x[d] = x[d] + wi * lam * n[d];
+    for (int c = 0; c < 3; c++)
+        for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d];
+    double follow = -C * s->inv_h;
     if (follow > cap) follow = cap;
     double target = vn < 0.0 ? ((-vn > s->rest_speed) ? -e * vn : 0.0) : vn;
     double dvn = (target > vn + follow ? target : vn + follow) - vn;

@@ -115,6 +115,15 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
     W = ((wi + t[0] * t[0] * w[0]) + t[1] * t[1] * w[1]) + t[2] * t[2] * w[2]
     if not W > 0.0:
         return 0
+    v = s.vel[i]
+    vr = [0.0, 0.0, 0.0]
+    vn = 0.0
+    for d in range(3):
+        vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d])
+        vn = vn + vr[d] * n[d]
+    cap = (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT  # a substep's push: at most cap h deep
+    if -C > cap * s.h:
+        C = -cap * s.h
     inv_w = 1.0 / W
     lam = -C * inv_w
     for d in range(3):
@@ -122,13 +131,7 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
     for c in range(3):
         for d in range(3):
             xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d]
-    v = s.vel[i]
-    vr = [0.0, 0.0, 0.0]
-    vn = 0.0
-    for d in range(3):
-        vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d])
-        vn = vn + vr[d] * n[d]
-    follow, cap = -C * s.inv_h, (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT
+    follow = -C * s.inv_h
     if follow > cap:
         follow = cap
     target = (-e * vn if -vn > s.rest_speed else 0.0) if vn < 0.0 else vn
