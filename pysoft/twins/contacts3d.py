@@ -122,7 +122,7 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
         vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d])
         vn = vn + vr[d] * n[d]
     cap = (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT  # a substep's push: at most cap h deep
-    if -C > cap * s.h:
+    if cap * s.h < -C:
         C = -cap * s.h
     inv_w = 1.0 / W
     lam = -C * inv_w
