@@ -341,8 +341,10 @@ class Springs(Feature):
     def after_frame(self) -> None:
         """Remove the springs stretched beyond their max_strain; list them in ``broken_springs``
         and their particle pairs in the context's ``torn``."""
-        self.broken_springs = []
-        self.ctx.torn.clear()
+        if self.broken_springs:  # (a list handed out is never changed: a new one replaces it)
+            self.broken_springs = []
+        if self.ctx.torn:
+            self.ctx.torn.clear()
         if not self._any_tearable():
             return
         S = self.table
