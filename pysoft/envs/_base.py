@@ -28,6 +28,18 @@ RENDER_SCALE = 120.0  # pixels per metre
 OBS_LIMIT = 100.0  # every observation is clipped to [-OBS_LIMIT, OBS_LIMIT] (m, m/s, rad/s)
 
 
+
+def checked_action(name: str, action: Any, shape: tuple[int, ...] | None, what: str = "") -> Array:
+    """``action`` as float64 of ``shape`` (ValueError naming ``name`` otherwise; ``what`` says
+    what the shape holds)."""
+    try:
+        a = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be real numbers: {e}") from None
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}{what}, got {a.shape}")
+    return a
+
 class SoftEnv(gym.Env[Array, Array]):
     """The base of pysoft's environments (see the module docstring). A subclass builds its
     world in ``__init__`` (then calls ``_ready``) and writes ``_act``, ``_start``,
@@ -87,13 +99,7 @@ class SoftEnv(gym.Env[Array, Array]):
     def act(self, action: Any) -> None:
         """Check ``action`` (ValueError naming it for a wrong shape or NaN; values outside
         [-1, 1] are clipped) and hand it to the world for the next frame."""
-        try:
-            a = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"action must be real numbers: {e}") from None
-        shape = self.action_space.shape
-        if a.shape != shape:
-            raise ValueError(f"action must have shape {shape}, got {a.shape}")
+        a = checked_action("action", action, self.action_space.shape)
         if not np.isfinite(a).all():
             raise ValueError(f"action must be finite, got {a!r}")
         self._act(a)

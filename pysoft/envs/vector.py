@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
 
 from pysoft import _validate
-from pysoft.envs._base import Array, SoftEnv
+from pysoft.envs._base import Array, SoftEnv, checked_action
 from pysoft.envs.jellycar import JellyCarEnv
 from pysoft.envs.walker import UpStepperEnv, WalkerEnv
 from pysoft.many import step_many
@@ -97,13 +97,7 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
     def step(  # type: ignore[override]
             self, actions: Any) -> tuple[Array, Array, NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """One frame of every sub-environment not being auto-reset (see the module docstring)."""
-        try:
-            a = np.asarray(actions, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"actions must be real numbers: {e}") from None
-        shape = self.action_space.shape
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape} (one action per environment), got {a.shape}")
+        a = checked_action("actions", actions, self.action_space.shape, " (one action per environment)")
         if not np.isfinite(a.sum()):
             bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
             raise ValueError(f"actions must be finite: row {bad} is not")
