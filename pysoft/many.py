@@ -140,11 +140,13 @@ def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
     while left:
         batch: list[tuple[int, _Pending]] = []
         for i in list(left):
-            pending, error = _attempt(functools.partial(_Pending.start, worlds[i], left[i]))
-            if pending is None or error is not None:
-                errors[i] = error or RuntimeError("no frame")
+            try:
+                pending = _Pending.start(worlds[i], left[i])
+            except Exception as exc:
+                errors[i] = exc
                 del left[i]
-            elif pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
+                continue
+            if pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
                 left[i] -= 1
             else:
                 batch.append((i, pending))
@@ -168,6 +170,7 @@ class _Pending:
     def __init__(self, world: World, dt: float, h: float, systems: tuple[Any, ...]) -> None:
         self.world, self.dt, self.h, self.systems = world, dt, h, systems
         self.runs: Any = None  # the world's ps_world (None: the frame ran stage by stage)
+        self.resumed = False  # whether its frames continue its last one (``resume``)
 
     @classmethod
     def start(cls, w: World, frames: int) -> _Pending:
@@ -213,7 +216,7 @@ class _Pending:
         if runs is None:
             return None
         self = cls(w, dt, h, w._systems)
-        self.runs = runs
+        self.runs, self.resumed = runs, True
         w.pipeline.unstable, w._stepping = -1, True
         return self
 
@@ -233,6 +236,13 @@ class _Pending:
             for _ in range(ran - 1):  # (frame by frame, as step() adds them)
                 t += dt
             pipeline.time = t
+            if self.resumed and pipeline.unstable < 0 and w._features.repeats():
+                # What _end would do but the time is nothing: its after_frame ran after the
+                # last frame, nothing it reads changed since (resume), and it is the same
+                # done once after several frames as after each (repeats); no error to deliver;
+                # the profile is the same arrays
+                pipeline.time = t + dt
+                return ran
             error = w._diagnose(self.h, self.systems)
             frame.resumable = frame.resumes and pipeline.unstable < 0
         finally:
