@@ -49,7 +49,7 @@ def cdef_text(header: pathlib.Path = HEADER) -> str:
 
 # The kernels ps_run_frame may call: every function of the header but these
 NOT_OPS = ("compile_flags", "cpu_has_x86_64_v3", "reference_springs", "reference_steps", "run_frame",
-           "run_worlds")
+           "run_worlds", "runner_post", "runner_wait", "runner_free")
 PROTOTYPE = re.compile(r"\b(void|int)\s+ps_(\w+)\(([^)]*)\);")
 
 

@@ -128,6 +128,8 @@ def _run(worlds: list[World], frames: int, threads: int) -> dict[int, BaseExcept
                 errors[i] = error
         else:
             batched.append(i)
+    if frames == 1 and threads > 1 and len(batched) > CHUNK:
+        batched = _run_overlapped(worlds, batched, threads, errors)
     for k in range(0, len(batched), CHUNK):
         _run_chunk(worlds, batched[k:k + CHUNK], frames, threads, errors)
     return errors
@@ -138,30 +140,78 @@ def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
     """Step the worlds ``chunk`` (indices) by ``frames``, their passes in ps_run_worlds calls."""
     left = dict.fromkeys(chunk, frames)
     while left:
-        batch: list[tuple[int, _Pending]] = []
-        for i in list(left):
-            try:
-                pending = _Pending.start(worlds[i], left[i])
-            except Exception as exc:
-                errors[i] = exc
-                del left[i]
-                continue
-            if pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
-                left[i] -= 1
-            else:
-                batch.append((i, pending))
+        batch = _started(worlds, left, errors)
         if batch:
             ffi, lib = _native.require()
             lib.ps_run_worlds(ffi.new("ps_world *[]", [p.runs for _, p in batch]), len(batch), threads)
-        for i, pending in batch:
-            ran, error = _attempt(pending.end)
-            if error is not None:
-                errors[i] = error
-                del left[i]
-            else:
-                left[i] -= ran or 0
+        _ended(batch, left, errors)
         for i in [i for i, n in left.items() if n <= 0]:
             del left[i]
+
+
+def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
+                    errors: dict[int, BaseException]) -> list[int]:
+    """One frame of each world of ``batched`` (indices), CHUNK worlds at a time, their passes
+    on a thread of the C core's own (a ps_runner, with ``threads`` - 1 threads) while this
+    thread begins the next chunk's frames and ends the last one's in Python; returns the
+    worlds whose frame did not run (a world continued from its last frame whose watched
+    values had changed: the caller starts it from Python)."""
+    ffi, lib = _native.require()
+    runner = lib.ps_runner_new()
+    if runner == ffi.NULL:  # (no threads here)
+        return batched
+    again: list[int] = []
+    running: tuple[list[tuple[int, _Pending]], dict[int, int], Any] | None = None
+    try:
+        for k in range(0, len(batched), CHUNK):
+            left = dict.fromkeys(batched[k:k + CHUNK], 1)
+            batch = _started(worlds, left, errors)
+            array = ffi.new("ps_world *[]", [p.runs for _, p in batch]) if batch else None
+            lib.ps_runner_wait(runner)
+            if batch:
+                lib.ps_runner_post(runner, array, len(batch), threads - 1)
+            if running is not None:
+                _ended(running[0], running[1], errors)
+                again += [i for i, n in running[1].items() if n > 0]
+            running = (batch, left, array)
+        lib.ps_runner_wait(runner)
+        if running is not None:
+            _ended(running[0], running[1], errors)
+            again += [i for i, n in running[1].items() if n > 0]
+    finally:
+        lib.ps_runner_free(runner)  # (after the run it may still have: the arrays are alive)
+    return again
+
+
+def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseException]
+             ) -> list[tuple[int, _Pending]]:
+    """Begin the frames of the worlds ``left`` (index: frames to go) in Python: those to run
+    in C, with their _Pending; a world whose start raised leaves ``left`` for ``errors``, and
+    one that ran its frame stage by stage has a frame less to go."""
+    batch: list[tuple[int, _Pending]] = []
+    for i in list(left):
+        try:
+            pending = _Pending.start(worlds[i], left[i])
+        except Exception as exc:
+            errors[i] = exc
+            del left[i]
+            continue
+        if pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
+            left[i] -= 1
+        else:
+            batch.append((i, pending))
+    return batch
+
+
+def _ended(batch: list[tuple[int, _Pending]], left: dict[int, int], errors: dict[int, BaseException]) -> None:
+    """After their C run: end the frames of ``batch`` in Python (``_Pending.end``)."""
+    for i, pending in batch:
+        ran, error = _attempt(pending.end)
+        if error is not None:
+            errors[i] = error
+            del left[i]
+        else:
+            left[i] -= ran or 0
 
 
 class _Pending:

@@ -329,6 +329,50 @@ def test_step_many_of_many_small_worlds_on_threads() -> None:
     assert [state(w) for w in many] == [state(w) for w in loop]
 
 
+
+def test_step_many_overlaps_python_and_c_on_two_threads_bit_for_bit() -> None:
+    """With threads=2 and more worlds than a chunk, a call of one frame runs a chunk's frames
+    on a thread of the core's own while this thread begins the next chunk's and ends the last
+    one's: every world still gets what its own step() gives, through the changes a user makes
+    between calls (the changed world in the second chunk) and with a world that raises."""
+    from pysoft.many import CHUNK
+
+    def small(i: int) -> pysoft.World:
+        w = pysoft.World()
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+        build.box(w, center=(0.01 * i, 0.5 + 0.02 * i), size=(0.4, 0.4), cells=(3, 3))
+        return w
+
+    (many, changes), (loop, same) = changing(), changing()
+    count = 2 * CHUNK + 3
+    others, twins = [small(i) for i in range(count)], [small(i) for i in range(count)]
+    bad, bad_twin = blows_up(), blows_up()
+    listed = [*others[:CHUNK + 1], many, bad, *others[CHUNK + 1:]]
+    raised = 0
+    for change, twin in zip(changes, same, strict=True):
+        for _ in range(3):
+            try:
+                pysoft.step_many(listed, 1, threads=2)
+                errors: dict[int, BaseException] = {}
+            except pysoft.StepManyError as e:
+                errors = e.errors
+            try:
+                bad_twin.step()
+                alone = False
+            except pysoft.InstabilityError:
+                alone = True
+            assert set(errors) == ({CHUNK + 2} if alone else set())
+            raised += alone
+            for w in (loop, *twins):
+                w.step()
+            assert state(many) == state(loop), change
+            assert [state(w) for w in others] == [state(w) for w in twins]
+        change(many)
+        twin(loop)
+    assert raised > 0  # (the world that raises did, in some of the calls)
+    resumed = many._frame
+    assert resumed is not None and resumed.resumable
+
 def blows_up(backend: str = "c") -> pysoft.World:
     """A world whose spring is far too stiff for its substep: unstable within a few frames."""
     w = pysoft.World(backend=backend, substeps=1)

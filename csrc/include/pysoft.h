@@ -217,6 +217,17 @@ typedef struct {
     int nbetween, nwatch, resume, scan, frames, ran;
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);
+/* frame.c: a thread of its own that runs ps_run_worlds while the caller goes on (step_many's
+ * Python work on one list of worlds overlaps the frames of the next). ps_runner_new starts
+ * it (NULL where there are no threads, or starting one failed); ps_runner_post hands it
+ * (worlds, count, threads) and returns at once; ps_runner_wait returns when that run is
+ * done (at once if none was posted); ps_runner_free waits, stops and frees it. One run posted
+ * at a time; a runner belongs to the caller that made it (nothing in it is shared). */
+typedef struct ps_runner ps_runner;
+ps_runner *ps_runner_new(void);
+void ps_runner_post(ps_runner *runner, ps_world **worlds, int count, int threads);
+void ps_runner_wait(ps_runner *runner);
+void ps_runner_free(ps_runner *runner);
 
 const char *ps_compile_flags(void);
 int ps_cpu_has_x86_64_v3(void);

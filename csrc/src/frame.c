@@ -25,8 +25,10 @@
  * block of rows measured no faster).
  */
 #if !defined(_WIN32)
-#define _POSIX_C_SOURCE 199309L  /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime, POSIX threads */
+#include <pthread.h>
 #endif
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "internal.h"
@@ -229,3 +231,127 @@ void ps_run_worlds(ps_world **worlds, int count, int threads)
     WorldsTask t = {worlds, count, 0};
     ps_pool_run(worlds_part, &t, threads < count ? threads : count);
 }
+
+/* The runner (pysoft.h): a thread that takes one posted run at a time. Between runs it polls
+ * for a while (step_many posts the next list within microseconds of the last one's end) and
+ * then sleeps; the caller's wait polls too (it holds no lock of Python's while it waits).
+ * The state moves IDLE -> POSTED (caller) -> DONE (runner) -> IDLE (caller's wait); QUIT ends
+ * the thread. */
+#define PS_RUNNER_SPIN 20000  /* polls before a wait sleeps (some tens of microseconds) */
+enum { RUNNER_IDLE, RUNNER_POSTED, RUNNER_DONE, RUNNER_QUIT };
+
+#if defined(_WIN32)
+
+ps_runner *ps_runner_new(void) { return NULL; }
+void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
+{
+    (void)r;
+    ps_run_worlds(worlds, count, threads);
+}
+void ps_runner_wait(ps_runner *r) { (void)r; }
+void ps_runner_free(ps_runner *r) { (void)r; }
+
+#else
+
+struct ps_runner {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;  /* the state changed */
+    int state;
+    ps_world **worlds;
+    int count, threads;
+};
+
+static void runner_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#endif
+}
+
+/* Wait until the state is none of `not_a` and `not_b` (r->lock held on entry and on return,
+ * not while polling); returns it. */
+static int runner_await(ps_runner *r, int not_a, int not_b)
+{
+    pthread_mutex_unlock(&r->lock);
+    for (int k = 0; k < PS_RUNNER_SPIN; k++) {
+        int state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+        if (state != not_a && state != not_b) break;
+        runner_pause();
+    }
+    pthread_mutex_lock(&r->lock);
+    while (r->state == not_a || r->state == not_b) pthread_cond_wait(&r->wake, &r->lock);
+    return r->state;
+}
+
+static void runner_set(ps_runner *r, int state)
+{
+    __atomic_store_n(&r->state, state, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&r->wake);
+}
+
+static void *runner_main(void *arg)
+{
+    ps_runner *r = arg;
+    pthread_mutex_lock(&r->lock);
+    for (;;) {
+        int state = runner_await(r, RUNNER_IDLE, RUNNER_DONE);
+        if (state == RUNNER_QUIT) break;
+        ps_world **worlds = r->worlds;
+        int count = r->count, threads = r->threads;
+        pthread_mutex_unlock(&r->lock);
+        ps_run_worlds(worlds, count, threads);
+        pthread_mutex_lock(&r->lock);
+        runner_set(r, RUNNER_DONE);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+ps_runner *ps_runner_new(void)
+{
+    ps_runner *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    r->state = RUNNER_IDLE;
+    if (pthread_create(&r->thread, NULL, runner_main, r)) {
+        pthread_cond_destroy(&r->wake);
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void ps_runner_wait(ps_runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->state == RUNNER_POSTED) runner_await(r, RUNNER_POSTED, RUNNER_POSTED);
+    if (r->state == RUNNER_DONE) __atomic_store_n(&r->state, RUNNER_IDLE, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
+{
+    ps_runner_wait(r);  /* one run at a time */
+    pthread_mutex_lock(&r->lock);
+    r->worlds = worlds, r->count = count, r->threads = threads;
+    runner_set(r, RUNNER_POSTED);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void ps_runner_free(ps_runner *r)
+{
+    if (!r) return;
+    ps_runner_wait(r);
+    pthread_mutex_lock(&r->lock);
+    runner_set(r, RUNNER_QUIT);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+#endif
