@@ -118,4 +118,8 @@ class Features:
     def repeats(self) -> bool:
         """Whether ``after_frame`` is the same done once after several frames as after each
         (``Feature.repeats`` of every feature)."""
-        return all(f.repeats() for f in self.checked)
+        # a loop, not all() over a generator: asked after every frame step_many continues
+        for f in self.checked:  # noqa: SIM110
+            if not f.repeats():
+                return False
+        return True
