@@ -454,10 +454,11 @@ def sample_untangle(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any
     shape = rng.normal(0.0, 0.5, (len(rows), dim))
     if nb:
         shape[starts[0] : starts[0] + counts[0]] = 0.0  # a degenerate rest shape: no rotation
-    return {"pos": p["pos"], "vel": p["vel"], "tangled": rng.integers(-5, 5, nb).astype(np.int32),
+    return {"pos": p["pos"], "vel": p["vel"], "withheld": vec(rng, n, dim, 0.1),
+            "tangled": rng.integers(-5, 5, nb).astype(np.int32),
             "inv_mass": p["inv_mass"], "support": settle["support"], "owner": owner,
             "simplices": simplices, "rest_volume": rest, "members": rows, "rest": shape,
-            "body_start": starts, "body_count": counts}
+            "body_start": starts, "body_count": counts, "h": float(rng.uniform(1e-4, 1e-2))}
 
 
 def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

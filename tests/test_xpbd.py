@@ -332,12 +332,13 @@ def _untangle(backend: str, h: dict[str, np.ndarray], support: np.ndarray,
     """The untangle kernel on _tangled_hexagon's body (in place); which bodies it put back."""
     from pysoft import _kernels
     tangled = np.full(1, -1, dtype=np.int32)
-    _kernels.Bound("untangle", backend, pos=h["pos"], vel=h["vel"], tangled=tangled,
+    _kernels.Bound("untangle", backend, pos=h["pos"], vel=h["vel"], withheld=np.zeros_like(h["vel"]),
+                   tangled=tangled,
                    inv_mass=np.ones(8), support=support,
                    owner=np.array([0] * 7 + [owner_of_7], dtype=np.int32), simplices=h["tris"],
                    rest_volume=rest_volume, members=np.arange(7, dtype=np.int32), rest=h["rest"],
                    body_start=np.array([0], dtype=np.int32),
-                   body_count=np.array([7], dtype=np.int32)).call(8, 7, 1, 2)
+                   body_count=np.array([7], dtype=np.int32)).call(8, 7, 1, 2, 1.0 / 480.0)
     return tangled.tolist()
 
 

@@ -110,11 +110,11 @@ void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_
                     const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim);
-void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass,
-                 const double *support, const int32_t *owner, const int32_t *simplices,
-                 const double *rest_volume, const int32_t *members, const double *rest,
-                 const int32_t *body_start, const int32_t *body_count, int n, int m, int b,
-                 int dim);
+void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled,
+                 const double *inv_mass, const double *support, const int32_t *owner,
+                 const int32_t *simplices, const double *rest_volume, const int32_t *members,
+                 const double *rest, const int32_t *body_start, const int32_t *body_count, int n,
+                 int m, int b, int dim, double h);
 
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,

@@ -109,7 +109,7 @@
  * or w opposes it, and w is one end of that arc: an opposed pair is found exactly when
  * there is one.
  *
- * The untangle pass (at the start of the collide stage, ps_untangle): a body with an area
+ * The untangle pass (before each substep's constraint solve, ps_untangle): a body with an area
  * (3D: volume) constraint of its own inside out (all three corners owned by it, `owner`; its signed area
  * of the other sign than its rest area) and not held from opposite sides (the test above, on
  * the last substep's supports) gets its rest shape: for its members x_i with rest offsets
@@ -123,7 +123,9 @@
  * solve and the other in the next, with velocity following. `tangled` reports the bodies
  * put back (1) and is 0 for the others. In 3D the same with the 3D fit (ps_rigid_fit3:
  * Horn's rotation, the spin from the members' inertia tensor): x_i = c + R q_i,
- * v_i = u + w x (R q_i). Sums over members in member order. The means are
+ * v_i = u + w x (R q_i). A member moved so adds (x_new - x_old) / h - (v_new - v_old) to
+ * withheld[i], which integrator "xpbd"'s velocity update v = (x - p) / h - withheld leaves
+ * out: the move is not velocity. Sums over members in member order. The means are
  * not weighted by mass: the members' momentum is kept when their masses are equal (every
  * builder's bodies), and changes by the difference of the two means otherwise.
  *
@@ -800,14 +802,15 @@ void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_
     }
 }
 
-void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_mass,
+void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, const double *inv_mass,
                  const double *support, const int32_t *owner, const int32_t *simplices,
                  const double *rest_volume, const int32_t *members, const double *rest,
                  const int32_t *body_start, const int32_t *body_count, int n, int m, int b,
-                 int dim)
+                 int dim, double h)
 {
     (void)n;
     if (dim != 2 && dim != 3) return;
+    double inv_h = 1.0 / h;
     for (int j = 0; j < b; j++) tangled[j] = 0;
     for (int j = 0; j < m; j++) {
         const int32_t *t = simplices + (long)(dim + 1) * j;
@@ -848,8 +851,11 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
                 double spin[3] = {f.w[1] * g[2] - f.w[2] * g[1], f.w[2] * g[0] - f.w[0] * g[2],
                                   f.w[0] * g[1] - f.w[1] * g[0]};
                 for (int a = 0; a < 3; a++) {
-                    pos[3 * i + a] = f.c[a] + g[a];
-                    vel[3 * i + a] = f.u[a] + spin[a];
+                    long k = 3 * i + a;
+                    double x0 = pos[k], v0 = vel[k];
+                    pos[k] = f.c[a] + g[a];
+                    vel[k] = f.u[a] + spin[a];
+                    withheld[k] = withheld[k] + ((pos[k] - x0) * inv_h - (vel[k] - v0));
                 }
             }
             continue;
@@ -860,10 +866,13 @@ void ps_untangle(double *pos, double *vel, int32_t *tangled, const double *inv_m
             if (inv_mass[i] == 0.0) continue;
             double gx = f.co * q[2 * e] - f.si * q[2 * e + 1];
             double gy = f.si * q[2 * e] + f.co * q[2 * e + 1];
+            double x0[2] = {pos[2 * i], pos[2 * i + 1]}, v0[2] = {vel[2 * i], vel[2 * i + 1]};
             pos[2 * i] = f.cx + gx;
             pos[2 * i + 1] = f.cy + gy;
             vel[2 * i] = f.ux + -f.w * gy;
             vel[2 * i + 1] = f.uy + f.w * gx;
+            for (int a = 0; a < 2; a++)
+                withheld[2 * i + a] = withheld[2 * i + a] + ((pos[2 * i + a] - x0[a]) * inv_h - (vel[2 * i + a] - v0[a]));
         }
     }
 }

@@ -202,16 +202,17 @@ def settle_mass(
 
 
 def untangle(
-    pos: F64, vel: F64, tangled: I32, inv_mass: F64, support: F64, owner: I32, simplices: I32,
-    rest_volume: F64, members: I32, rest: F64, body_start: I32, body_count: I32, n: int, m: int,
-    b: int, dim: int,
+    pos: F64, vel: F64, withheld: F64, tangled: I32, inv_mass: F64, support: F64, owner: I32,
+    simplices: I32, rest_volume: F64, members: I32, rest: F64, body_start: I32, body_count: I32,
+    n: int, m: int, b: int, dim: int, h: float,
 ) -> None:
     """Each body with an inverted area constraint of its own members (all three owned by it),
     unless held from opposite sides: its movable members put at its rest shape, best-fit
-    rotated about their mean, moving with the members' mean velocity and best-fit spin
-    (constraints.c)."""
+    rotated about their mean, moving with the members' mean velocity and best-fit spin; the
+    move less the velocity change, over h, added to ``withheld`` (constraints.c)."""
     if dim not in (2, 3):
         return
+    inv_h = 1.0 / h
     tangled[:b] = 0
     t = simplices[:m]
     o = owner[t[:, 0]]
@@ -237,15 +238,29 @@ def untangle(
             f3 = rigid_fit3(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
             g = rotated(np.broadcast_to(f3.R[0], (len(f3.q), 3, 3)), f3.q)
             free = inv_mass[f3.idx] != 0.0
-            pos[f3.idx[free]] = (f3.c[0] + g)[free]
-            vel[f3.idx[free]] = (f3.u[0] + cross(np.broadcast_to(f3.w[0], g.shape), g))[free]
+            _put_back(pos, vel, withheld, f3.idx[free], (f3.c[0] + g)[free],
+                      (f3.u[0] + cross(np.broadcast_to(f3.w[0], g.shape), g))[free], inv_h)
             continue
         f = rigid_fit(pos, vel, members, rest, body_start[j : j + 1], body_count[j : j + 1], 1)
         idx, q = f.idx, f.q
         gx, gy = f.co[0] * q[:, 0] - f.si[0] * q[:, 1], f.si[0] * q[:, 0] + f.co[0] * q[:, 1]
         free = inv_mass[idx] != 0.0
-        pos[idx[free]] = np.stack([f.cx[0] + gx, f.cy[0] + gy], axis=1)[free]
-        vel[idx[free]] = np.stack([f.ux[0] + -f.w[0] * gy, f.uy[0] + f.w[0] * gx], axis=1)[free]
+        _put_back(pos, vel, withheld, idx[free], np.stack([f.cx[0] + gx, f.cy[0] + gy], axis=1)[free],
+                  np.stack([f.ux[0] + -f.w[0] * gy, f.uy[0] + f.w[0] * gx], axis=1)[free], inv_h)
+
+
+def _put_back(pos: F64, vel: F64, withheld: F64, rows: I32, x: F64, v: F64, inv_h: float) -> None:
+    """Rows ``rows`` to positions x and velocities v, in order; the move over h less the
+    velocity change added to withheld (what integrator "xpbd"'s velocity update leaves out)."""
+    if len(np.unique(rows)) == len(rows):
+        moved = (x - pos[rows]) * inv_h - (v - vel[rows])
+        pos[rows], vel[rows] = x, v
+        withheld[rows] = withheld[rows] + moved
+        return
+    for k, i in enumerate(rows.tolist()):  # a row listed twice moves again from where it went
+        moved = (x[k] - pos[i]) * inv_h - (v[k] - vel[i])
+        pos[i], vel[i] = x[k], v[k]
+        withheld[i] = withheld[i] + moved
 
 
 def xpbd_material(
