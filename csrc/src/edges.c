@@ -137,10 +137,18 @@
  * / 3 is (1 + 2 PS_EDGE_SLACK) dmax + max r + 2 moved (dmax: its corners'
  * largest L1 distance from m; moved: the largest L1 move of a corner in the
  * substep); a collider's reach is bound[j] + 2 h (|v|_1 + |w|_1 bound[j]).
- * At the pass's start, each closed body's box of its surface particles grown
- * by its triangles' largest reach against each featured collider's reach, and
- * then each triangle of a near body (edge_near: the flag of all three of its
- * entries). The sweeps: bodies in row order and their triangles in surface
+ * At the pass's start, per closed body, one loop over its surface entries: its
+ * box, its particles' largest L1 move and radius; no triangle's reach exceeds
+ * emax = (1 + 2 PS_EDGE_SLACK) ext + max r + 2 moved (ext: the box's L1
+ * extent, the sum of its sides, bounds any triangle's dmax). Against each
+ * featured collider: the box grown by emax against the collider's reach, and
+ * for a polytope, at least three faces within (ext / 2 + emax) + motion of
+ * the box's centre (a corner near the body is on three face planes near it:
+ * a body resting on a large box is near its top face only); then each
+ * triangle of a near body, its sphere against the collider's and, for a
+ * polytope, three faces within its reach plus the motion (edge_near: the flag
+ * of all three of its entries). A body far from every feature costs one loop
+ * over its surface entries. The sweeps: bodies in row order and their triangles in surface
  * order (backward when `reverse`), the colliders in index order and their
  * features in index order, each near triangle's sphere culled again at the
  * current positions.
@@ -503,6 +511,20 @@ static inline void world_point(const Edges *s, int j, const double *y, double *q
     for (int a = 0; a < 3; a++) q[a] = c[a] + ((Rm[3 * a] * y[0] + Rm[3 * a + 1] * y[1]) + Rm[3 * a + 2] * y[2]);
 }
 
+/* How many of polytope j's faces have their plane within lim of the world point m (a NaN
+ * counts as near). */
+static inline int corner_faces(const Edges *s, int j, const double *m, double lim)
+{
+    int nf = s->face_count[j], count = 0;
+    const double *fn = s->face_normal + 3L * s->face_start[j], *fo = s->face_offset + s->face_start[j];
+    const double *c = s->center + 3L * j, *Rm = s->rotation + 9L * j;
+    double dm[3] = {m[0] - c[0], m[1] - c[1], m[2] - c[2]}, ml[3];
+    for (int a = 0; a < 3; a++) ml[a] = (Rm[a] * dm[0] + Rm[3 + a] * dm[1]) + Rm[6 + a] * dm[2];
+    for (int f = 0; f < nf; f++)
+        if (!(fabs(dot3(fn + 3L * f, ml) - fo[f]) > lim)) count++;
+    return count;
+}
+
 /* Collider j's features against triangle (ia, ib, ic) (its centroid m, reach er, already
  * found near j): the contacts resolved. A capsule's ends a (and b if it differs); a
  * polytope's corners, triple by triple (f < g < h) of the faces that could hold a corner
@@ -578,30 +600,37 @@ static int surfaces_collide(const Edges *s, int32_t *edge_near, const int32_t *o
         const int32_t *o = outline + outline_start[b];
         int32_t *near = edge_near + outline_start[b];
         double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-        double emax = 0.0, mc[3];
+        double moved = 0.0, rmax = 0.0, mc[3];
         for (int e = 0; e < 3 * m; e++) {
-            const double *x = s->pos + 3L * o[e];
+            const double *x = s->pos + 3L * o[e], *p = s->prev_pos + 3L * o[e];
             for (int c = 0; c < 3; c++) {
                 if (x[c] < lo[c]) lo[c] = x[c];
                 if (x[c] > hi[c]) hi[c] = x[c];
             }
+            double mv = (fabs(x[0] - p[0]) + fabs(x[1] - p[1])) + fabs(x[2] - p[2]);
+            if (mv > moved) moved = mv;
+            if (s->radius[o[e]] > rmax) rmax = s->radius[o[e]];
             near[e] = 0;
         }
-        for (int t = 0; t < m; t++) {
-            double er = tri_reach(s, o[3 * t], o[3 * t + 1], o[3 * t + 2], mc);
-            if (er > emax) emax = er;
-        }
+        /* every triangle's reach is at most the one of a triangle as large as the box */
+        double ext = ((hi[0] - lo[0]) + (hi[1] - lo[1])) + (hi[2] - lo[2]);
+        double emax = ((1.0 + 2.0 * PS_EDGE_SLACK) * ext + rmax) + 2.0 * moved;
+        double bc[3] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2])};
         for (int j = 0; j < k; j++) {
             if (!featured3(s, j)) continue;
             const double *c = s->center + 3L * j;
-            double cr = s->bound[j] + collider_motion3(s, j);
+            double motion = collider_motion3(s, j), cr = s->bound[j] + motion;
             double dx = gap(c[0], lo[0], hi[0]), dy = gap(c[1], lo[1], hi[1]), dz = gap(c[2], lo[2], hi[2]);
             double lim = cr + emax;
             if ((dx * dx + dy * dy) + dz * dz > lim * lim) continue;
+            /* a polytope's corner near the body lies on three face planes near the box's sphere */
+            if (s->kind[j] != PS_CAPSULE && corner_faces(s, j, bc, 0.5 * ext + emax + motion) < 3) continue;
             for (int t = 0; t < m; t++) {
                 if (near[3 * t]) continue;
                 double er = tri_reach(s, o[3 * t], o[3 * t + 1], o[3 * t + 2], mc);
-                if (tri_near_collider(s, mc, er, j, cr)) near[3 * t] = near[3 * t + 1] = near[3 * t + 2] = 1;
+                if (!tri_near_collider(s, mc, er, j, cr)) continue;
+                if (s->kind[j] != PS_CAPSULE && corner_faces(s, j, mc, er + motion) < 3) continue;
+                near[3 * t] = near[3 * t + 1] = near[3 * t + 2] = 1;
             }
         }
     }

@@ -527,10 +527,27 @@ def _triangles(outline: I32, outline_start: I32, outline_count: I32, body_flags:
     return first, owner, corners
 
 
+def _corner_faces(j: int, m: F64, lim: F64, center: F64, rotation: F64, face_start: I32,
+                  face_count: I32, face_normal: F64, face_offset: F64) -> np.ndarray:
+    """How many of polytope j's faces have their plane within ``lim`` of each point ``m``
+    (rows; a NaN counts as near), as edges.c's corner_faces."""
+    c, R = center[j].tolist(), rotation[j].reshape(9).tolist()
+    dm = [m[:, 0] - c[0], m[:, 1] - c[1], m[:, 2] - c[2]]
+    ml = [(R[a] * dm[0] + R[3 + a] * dm[1]) + R[6 + a] * dm[2] for a in range(3)]
+    count = np.zeros(len(m), dtype=np.intp)
+    s0 = int(face_start[j])
+    for f in range(int(face_count[j])):
+        n, o = face_normal[s0 + f].tolist(), float(face_offset[s0 + f])
+        d = ((n[0] * ml[0] + n[1] * ml[1]) + n[2] * ml[2]) - o
+        count += ~(np.abs(d) > lim)
+    return count
+
+
 def _near_at_start3(pos: F64, prev_pos: F64, radius: F64, owner: np.ndarray, corners: np.ndarray,
-                    entries: np.ndarray, entry_owner: np.ndarray, featured: list[bool], center: F64,
-                    velocity: F64, angular_velocity: F64,
-                    bound: F64, h: float) -> np.ndarray:
+                    entries: np.ndarray, entry_owner: np.ndarray, featured: list[bool], kind: I32,
+                    center: F64, rotation: F64, velocity: F64, angular_velocity: F64, face_start: I32,
+                    face_count: I32, face_normal: F64, face_offset: F64, bound: F64,
+                    h: float) -> np.ndarray:
     """The 3D cull for every triangle at once (the kernel's operations, elementwise)."""
     near = np.zeros(len(corners), dtype=bool)
     if not len(corners):
@@ -550,27 +567,43 @@ def _near_at_start3(pos: F64, prev_pos: F64, radius: F64, owner: np.ndarray, cor
     reach = (_REACH3 * dmax + rmax) + 2.0 * moved
     first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(corners)]))
-    every = pos[entries]  # the box of the surface's particles: its outline entries in order
+    # each body's box of its surface particles (its outline entries), largest move and radius
+    every, before = pos[entries], prev_pos[entries]
     starts = np.flatnonzero(np.r_[True, entry_owner[1:] != entry_owner[:-1]])
     lo = [np.fmin.reduceat(every[:, c], starts) for c in range(3)]
     hi = [np.fmax.reduceat(every[:, c], starts) for c in range(3)]
     lo = [np.where(np.isnan(a), np.inf, a) for a in lo]
     hi = [np.where(np.isnan(a), -np.inf, a) for a in hi]
-    emax = np.fmax.reduceat(np.fmax(reach, 0.0), first)
+    step = np.abs(every - before)
+    body_moved = np.fmax.reduceat(np.fmax((step[:, 0] + step[:, 1]) + step[:, 2], 0.0), starts)
+    body_r = np.fmax.reduceat(np.fmax(radius[entries], 0.0), starts)
+    ext = ((hi[0] - lo[0]) + (hi[1] - lo[1])) + (hi[2] - lo[2])
+    emax = (_REACH3 * ext + body_r) + 2.0 * body_moved
+    box_centre = np.stack([0.5 * (lo[c] + hi[c]) for c in range(3)], axis=1)
     for j, has in enumerate(featured):
         if not has:
             continue
         v, w, b = velocity[j].tolist(), angular_velocity[j].tolist(), float(bound[j])
         speed = ((abs(v[0]) + abs(v[1])) + abs(v[2])) + ((abs(w[0]) + abs(w[1])) + abs(w[2])) * b
-        cr = b + 2.0 * (h * speed)
+        motion = 2.0 * (h * speed)
+        cr = b + motion
         c = center[j].tolist()
         gaps = [np.where(c[a] < lo[a], lo[a] - c[a], np.where(c[a] > hi[a], c[a] - hi[a], 0.0))
                 for a in range(3)]
         lim = cr + emax
         body_near = ~((gaps[0] * gaps[0] + gaps[1] * gaps[1]) + gaps[2] * gaps[2] > lim * lim)
+        polytope = kind[j] != CAPSULE
+        faces = (face_start, face_count, face_normal, face_offset)
+        if polytope:
+            body_near &= _corner_faces(j, box_centre, (0.5 * ext + emax) + motion, center, rotation,
+                                       *faces) >= 3
         dx, dy, dz = m[:, 0] - c[0], m[:, 1] - c[1], m[:, 2] - c[2]
         lim_t = cr + reach
-        near |= body_near[group] & ~((dx * dx + dy * dy) + dz * dz > lim_t * lim_t)
+        here = body_near[group] & ~((dx * dx + dy * dy) + dz * dz > lim_t * lim_t)
+        if polytope and here.any():
+            which = np.flatnonzero(here)
+            here[which] = _corner_faces(j, m[which], reach[which] + motion, center, rotation, *faces) >= 3
+        near |= here
     return near
 
 
@@ -588,8 +621,8 @@ def _edge_collide_3d(pos: F64, vel: F64, contact_collider: I32, contact_normal: 
     entry_owner, whole = ranges(outline_start, 3 * count.astype(np.int32), nb)
     edge_near[whole] = 0
     near = _near_at_start3(pos, prev_pos, radius, owner, corners, outline[whole].astype(np.intp),
-                           entry_owner, featured, center, velocity,
-                           angular_velocity, bound, h)
+                           entry_owner, featured, kind, center, rotation, velocity, angular_velocity,
+                           face_start, face_count, face_normal, face_offset, bound, h)
     for off in range(3):
         edge_near[first + off] = near
     todo = [tuple(c) for c in corners[near].tolist()]
