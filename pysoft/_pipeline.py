@@ -9,8 +9,8 @@ A :class:`Pipeline` holds the terms the features contributed, per stage:
 3. ``constraints`` -- :class:`SubstepTerm`: XPBD distance, then volume;
 4. ``collide``     -- :class:`SubstepTerm`: tangled XPBD bodies put back at
                       their rest shape (2D), particles against colliders, then
-                      outline edges against colliders (2D), then bodies
-                      against bodies;
+                      outline edges (2D) or surface triangles (3D) against
+                      colliders, then bodies against bodies;
 5. ``finish``      -- :class:`SubstepTerm`: the instability scan.
 
 Each stage is an esper Processor (:class:`Stage`) with a spaced priority, so

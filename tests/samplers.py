@@ -633,12 +633,140 @@ def _pokes(rng: np.random.Generator, pos: np.ndarray, prev: np.ndarray, ring: li
     return out
 
 
+def _toward(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A proper rotation taking unit u to unit v (Rodrigues; a half turn when opposite)."""
+    axis, c = np.cross(u, v), float(u @ v)
+    if np.linalg.norm(axis) < 1e-9:
+        if c > 0.0:
+            return np.eye(3)
+        side = np.cross(u, np.eye(3)[int(np.argmin(np.abs(u)))])
+        side /= np.linalg.norm(side)
+        return np.asarray(2.0 * np.outer(side, side) - np.eye(3))
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.asarray(np.eye(3) + K + K @ K / (1.0 + c))
+
+
+def _pokes3(rng: np.random.Generator, pos: np.ndarray, prev: np.ndarray, tris: np.ndarray) -> list[Any]:
+    """Small colliders poking into triangles of the surface ``tris`` (rows, counter-clockwise
+    from outside): a sphere, a box's corner and a segment's end over a point inside a
+    triangle, outside or just inside (with start positions that make some crossings)."""
+    out: list[Any] = []
+    for kind in range(3):
+        a, b, c = tris[int(rng.integers(0, len(tris)))]
+        nrm = np.cross(pos[b] - pos[a], pos[c] - pos[a])
+        nrm = nrm / max(float(np.linalg.norm(nrm)), 1e-12)
+        w = rng.dirichlet([2.0, 2.0, 2.0])
+        q = w[0] * pos[a] + w[1] * pos[b] + w[2] * pos[c] + rng.uniform(-0.04, 0.02) * nrm
+        if kind == 0:
+            out.append(shapes.Sphere(q + 0.0, float(rng.uniform(0.005, 0.04))))
+        elif kind == 1:  # a box whose corner (h, h, h) is q, pointing into the triangle
+            half = float(rng.uniform(0.01, 0.05))
+            R = _toward(np.ones(3) / np.sqrt(3.0), -nrm)
+            out.append(shapes.Box(q - R @ np.full(3, half), (half, half, half), rotation=R))
+        else:  # a segment ending at q, coming from outside
+            out.append(shapes.Segment(q + nrm * rng.uniform(0.05, 0.3), q, float(rng.uniform(0.002, 0.02))))
+        for i in (a, b, c):  # where the triangle was at the start
+            prev[i] = pos[i] + rng.normal(0.0, 0.02, 3)
+    return out
+
+
+def _polytopes3(rng: np.random.Generator) -> list[Any]:
+    """A tetrahedron (4 faces) and a square pyramid (5 faces: four meet at its apex, which one
+    triple gives), turned, near the origin."""
+    tet = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]]) / np.sqrt(3.0)
+    pyr = np.array([[0.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, -1.0]])
+    pyr = pyr / np.linalg.norm(pyr, axis=1)[:, None]
+    out = []
+    for normals, size in ((tet, 0.1), (pyr, 0.08)):
+        R, upper = np.linalg.qr(rng.normal(0.0, 1.0, (3, 3)))  # a random rotation
+        R = R * np.sign(np.diag(upper))
+        if np.linalg.det(R) < 0.0:
+            R[:, 0] = -R[:, 0]
+        out.append(shapes._polytope(rng.normal(0.0, 0.5, 3), R, normals, np.full(len(normals), size),
+                                    bound=4.0 * size))
+    return out
+
+
+def _sample_edge_collide_3d(rng: np.random.Generator, n: int) -> dict[str, Any]:
+    """3D: octahedra (closed surfaces; some open sheets, some not flagged closed), small
+    colliders poking into their triangles, a tetrahedron and a square pyramid, the sampler's
+    other shapes and a large floor box under everything (its corners far: the corner cull);
+    edge cases on purpose: a degenerate triangle (two corners at one point), a triangle with
+    all corners pinned, spheres centred exactly on a surface particle and on an edge's
+    midpoint, particles resting on colliders (support), spinning and moving colliders."""
+    p = particles(rng, n, 3)
+    pos = p["pos"]
+    members: list[np.ndarray] = []
+    surfaces: list[np.ndarray] = []
+    flags: list[int] = []
+    free = list(rng.permutation(n))
+    while len(free) >= 6 and len(members) < max(1, n // 8):
+        ring, free = np.array(free[:6]), free[6:]
+        centre, size = rng.normal(0.0, 0.6, 3), rng.uniform(0.15, 0.4)
+        offsets = np.repeat(np.eye(3), 2, axis=0) * np.tile([1.0, -1.0], 3)[:, None]
+        pos[ring] = centre + size * offsets + rng.normal(0.0, 0.02, (6, 3))
+        tris = _OCTAHEDRON[:4] if len(members) % 6 == 5 else _OCTAHEDRON
+        closed_flag = (1 if rng.random() < 0.9 else 0) | int(rng.random() < 0.2) * 2
+        flags.append(0 if len(members) % 6 == 5 else closed_flag)
+        members.append(ring)
+        surfaces.append(ring[tris])
+    prev = pos + rng.normal(0.0, 0.005, pos.shape)
+    geometries = [s.geometry(3) for s in sample_shapes(rng, 3)]
+    geometries.append(shapes.Box((0.0, -2.0, 0.0), (5.0, 1.0, 5.0)).geometry(3))
+    geometries += _polytopes3(rng)
+    closed = [t for t, f in zip(surfaces, flags, strict=True) if f & 1]
+    for tris in closed[:12]:
+        geometries += [s.geometry(3) for s in _pokes3(rng, pos, prev, tris)]
+    if len(closed) >= 2:
+        t0, t1 = closed[0], closed[1]
+        geometries.append(shapes.Sphere(pos[t0[0, 1]] + 0.0, 0.03).geometry(3))  # on a particle
+        geometries.append(shapes.Sphere(0.5 * (pos[t1[0, 0]] + pos[t1[0, 1]]), 0.02).geometry(3))  # an edge
+        prev[t0[0, 1]] = pos[t0[0, 1]]
+    if len(closed) >= 3:
+        t2 = closed[2][0]
+        p["inv_mass"][t2] = 0.0  # a poked triangle with all corners pinned
+        geometries.append(shapes.Sphere(pos[t2].mean(axis=0), 0.05).geometry(3))
+    if len(closed) >= 4:
+        t3 = closed[3][0]
+        pos[t3[1]] = pos[t3[0]]  # a degenerate triangle, with a sphere on it
+        geometries.append(shapes.Sphere(pos[t3[0]] + 0.01, 0.05).geometry(3))
+    colliders = collider_arrays(geometries, 3)
+    k = len(geometries)
+    h = 1.0 / 480.0
+    angular = np.zeros((k, 3))
+    angular[1] = (0.5, 1.5, -0.7)  # a spinning box
+    angular[len(geometries) - 1] = (0.0, 0.0, 2.0)
+    velocity = np.zeros((k, 3))
+    velocity[::3] = rng.normal(0.0, 1.0, (len(velocity[::3]), 3))  # some colliders move
+    support = np.where(rng.random((n, 1)) < 0.2, rng.normal(0.0, 1.0, (n, 3)), 0.0)
+    flat = [t.ravel() for t in surfaces]
+    counts = np.array([len(f) for f in flat], dtype=np.int32)
+    gaps = rng.integers(0, 3, len(flat))  # ranges with garbage rows between them
+    starts = (np.cumsum(counts + gaps) - counts).astype(np.int32)
+    outline = np.zeros(int(starts[-1] + counts[-1]) if len(flat) else 0, dtype=np.int32)
+    for f, s0 in zip(flat, starts, strict=True):
+        outline[s0:s0 + len(f)] = f
+    return {"pos": pos, "vel": p["vel"], "contact_collider": np.full(n, -1, dtype=np.int32),
+            "contact_normal": np.zeros((n, 3)), "contact_impulse": np.zeros(n), "support": support,
+            "stuck": rng.integers(0, 2, n).astype(np.int32),
+            "edge_near": np.zeros(len(outline), dtype=np.int32), "prev_pos": prev,
+            "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.03, n), 0.0),
+            "mass": p["mass"], "inv_mass": p["inv_mass"], "outline": outline,
+            "outline_start": starts, "outline_count": counts, "body_flags": np.array(flags, dtype=np.int32),
+            **{key: v for key, v in colliders.items() if key != "grow"}, "velocity": velocity,
+            "angular_velocity": angular, "restitution": rng.uniform(0.0, 1.0, k),
+            "friction": frictions(rng, k), "keep": np.exp(-rng.uniform(0.0, 5.0, k) * h),
+            "iterations": 2, "reverse": int(rng.integers(0, 2)), "h": h, "rest_speed": 0.25}
+
+
 def sample_edge_collide(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     """Noisy rings (most closed, some open), small colliders poking into their edges, the
     sampler's other shapes; edge cases on purpose: a zero-length edge, an edge with both
     ends pinned, discs centred exactly on an outline particle (t = 0 of one edge, t = 1 of
     the one before) and exactly on an edge's midpoint, particles resting on colliders
-    (support), a spinning and a moving collider. In 3D the kernel does nothing."""
+    (support), a spinning and a moving collider. 3D: _sample_edge_collide_3d."""
+    if dim == 3:
+        return _sample_edge_collide_3d(rng, n)
     p = particles(rng, n, dim)
     pos, prev = p["pos"], p["pos"] + vec(rng, n, dim, 0.01)
     rows, starts, counts = bodies(rng, n, max(1, n // 8))

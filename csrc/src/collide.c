@@ -2,9 +2,9 @@
  *
  * This file keeps particles out of the colliders. The pass goes on in
  * edges.c, which keeps the colliders' corners and capsule ends out of the
- * outline edges of closed bodies (2D: an obstacle smaller than the particle
- * spacing cannot slip between two outline particles), and in contacts.c
- * (bodies against bodies).
+ * outline edges (2D) and surface triangles (3D) of closed bodies (an obstacle
+ * smaller than the particle spacing cannot slip between their particles), and
+ * in contacts.c (bodies against bodies).
  *
  * A collider is a pose (centre c, rotation R, row-major dim x dim, world =
  * R local + c) and a shape in its own frame, one of two kinds:

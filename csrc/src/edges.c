@@ -1,4 +1,5 @@
-/* edges.c -- the collide pass, part two: body outline edges against colliders (2D).
+/* edges.c -- the collide pass, part two: body outline edges (2D) and surface triangles (3D)
+ * against colliders.
  *
  * collide.c keeps every particle out of the colliders, but a body's surface
  * between two outline particles is an edge, and a collider's feature smaller
@@ -91,8 +92,69 @@
  * then resolved first one, then the other, and a symmetric scene is not
  * pushed sideways by the order (forward only, an XPBD box landing on two
  * small discs gained 0.34 m/s sideways; alternating, 0.01 m/s). Sums run
- * left to right. In 3D outlines are not surfaces: the kernel does nothing.
- * Returns the contacts resolved.
+ * left to right. Returns the contacts resolved.
+ *
+ * In 3D (dim == 3) the same pass keeps features out of the triangles of closed
+ * surfaces (a 3D body's outline rows, three a triangle, counter-clockwise seen
+ * from outside; the triangles of an outline whose count is not a multiple of
+ * three leave the rest out). Features of collider j:
+ *   a polytope of four or more faces with a finite bound (a Box): its
+ *   corners, radius 0: y = (o_f (n_g x n_h) + o_g (n_h x n_f) + o_h (n_f x n_g))
+ *   / det, det = n_f . (n_g x n_h), for each triple of faces f < g < h with
+ *   |det| > PS_CORNER_DET, kept if no other face e has n_e . y - o_e >
+ *   PS_CORNER_TOL bound[j] (it lies on the polytope) and no face e < h other
+ *   than f, g is within that of y (the triple of its three lowest faces gives
+ *   each corner once); index order: triples in lexicographic order. Only the
+ *   faces whose plane is within the triangle's reach (plus the collider's
+ *   motion) of the triangle's centroid (in j's frame) can hold a corner near
+ *   it (the corner is on all three planes), so triples of other faces are not
+ *   tried: a box under a body costs three dot products per face, no triple,
+ *   until a corner is near (a bit per face for the first PS_CORNER_FACES
+ *   faces; later faces are never culled);
+ *   a capsule (Sphere, Segment): its ends a and b (b only if it differs from
+ *   a), with the capsule's radius -- a sphere smaller than the spacing of the
+ *   surface particles is kept out by its centre.
+ * Triangle (a, b, c), x now and p at the substep's start, its normal
+ * n = (x_b - x_a) x (x_c - x_a) / L2 (L2 = that cross product's length, twice
+ * the area; skipped unless L2 > PS_MIN_LENGTH^2), feature q of radius R: with
+ * d = q - x_a, the barycentric weights of q's projection t_b = ((d x e2) . n)
+ * / L2, t_c = ((e1 x d) . n) / L2, t_a = (1 - t_b) - t_c (e1 = x_b - x_a,
+ * e2 = x_c - x_a), s = d . n, r_t = t_a r_a + t_b r_b + t_c r_c. A contact if
+ * all three weights are > 0 (strictly: a feature over an edge or a corner of
+ * the triangle belongs to the neighbour, or to the particle) and s < R + r_t,
+ * and when s < 0, only if at the start q0 = q - h u was not farther inside
+ * the start triangle's plane than PS_EDGE_SLACK sqrt(L2_0) (a length: the
+ * square root of twice its area). Resolution as for an edge, with three
+ * corners: w_k = t_k inv_k (0 for a corner whose support . N < 0), D = sum
+ * t_k w_k, k_k = w_k / D capped at PS_EDGE_LEVER, x_k += d k_k N, so that the
+ * triangle's point sum t_k x_k moves by exactly d N (uncapped); the
+ * velocities, restitution, Coulomb friction, stuck and the reports on the
+ * point's velocity sum t_k v_k, exactly as for an edge (component sums x, y,
+ * z left to right; three-term sums (a + b) + c). Momentum likewise: the
+ * corners' impulses m_k k_k dv = t_k dv / D sum to dv / D and have no moment
+ * about the triangle's point.
+ * The 3D cull: a triangle's reach about its centroid m = ((x_a + x_b) + x_c)
+ * / 3 is (1 + 2 PS_EDGE_SLACK) dmax + max r + 2 moved (dmax: its corners'
+ * largest L1 distance from m; moved: the largest L1 move of a corner in the
+ * substep); a collider's reach is bound[j] + 2 h (|v|_1 + |w|_1 bound[j]).
+ * At the pass's start, per closed body, one loop over its surface entries: its
+ * box, its particles' largest L1 move and radius; no triangle's reach exceeds
+ * emax = (1 + 2 PS_EDGE_SLACK) ext + max r + 2 moved (ext: the box's L1
+ * extent, the sum of its sides, bounds any triangle's dmax). Against each
+ * featured collider: the box grown by emax against the collider's reach, and
+ * for a polytope, at least three faces within (ext / 2 + emax) + motion of
+ * the box's centre (a corner near the body is on three face planes near it:
+ * a body resting on a large box is near its top face only); then each
+ * triangle of a near body, its sphere against the collider's and, for a
+ * polytope, three faces within its reach plus the motion (edge_near: the flag
+ * of all three of its entries). A body far from every feature costs one loop
+ * over its surface entries. The sweeps: bodies in row order and their triangles in surface
+ * order (backward when `reverse`), the colliders in index order and their
+ * features in index order, each near triangle's sphere culled again at the
+ * current positions.
+ * Not covered: a collider's edge (a box's edge, a capsule's side) crossing a
+ * triangle between its corners with every corner and feature outside (a thin
+ * post met side-on by a coarse surface); only features are kept out.
  */
 #include <math.h>
 #include "internal.h"
@@ -269,6 +331,335 @@ static int edge_feature(const Edges *s, int ia, int ib, int j, const double *q, 
     return 1;
 }
 
+/* ---- 3D: closed surfaces' triangles against colliders' features (see the essay's last part) */
+
+#define PS_CORNER_DET 1e-9   /* |n_f . (n_g x n_h)| below it: three faces meet in no corner */
+#define PS_CORNER_TOL 1e-9   /* a corner this far (times the collider's bound) outside another
+                              * face is not on the polytope; this close to it, on that face */
+#define PS_CORNER_FACES 64   /* faces the corner cull keeps a bit for (more are never culled) */
+
+/* Collider j's reach in 3D: its bound grown by twice its motion in the substep (L1 lengths). */
+static inline double collider_motion3(const Edges *s, int j)
+{
+    const double *v = s->velocity + 3L * j, *w = s->angular_velocity + 3L * j;
+    double speed = ((fabs(v[0]) + fabs(v[1])) + fabs(v[2]))
+                   + ((fabs(w[0]) + fabs(w[1])) + fabs(w[2])) * s->bound[j];
+    return 2.0 * (s->h * speed);
+}
+
+/* Whether collider j has features in 3D: a capsule always; a polytope of 4 or more faces
+ * with a finite bound (a Box; a Plane has no corner). */
+static inline int featured3(const Edges *s, int j)
+{
+    if (s->kind[j] == PS_CAPSULE) return 1;
+    return s->face_count[j] >= 4 && s->bound[j] < INFINITY;
+}
+
+/* Triangle (ia, ib, ic)'s centroid m and its reach about it (the essay). */
+static inline double tri_reach(const Edges *s, int ia, int ib, int ic, double *m)
+{
+    const double *x[3] = {s->pos + 3L * ia, s->pos + 3L * ib, s->pos + 3L * ic};
+    const double *p[3] = {s->prev_pos + 3L * ia, s->prev_pos + 3L * ib, s->prev_pos + 3L * ic};
+    for (int c = 0; c < 3; c++) m[c] = ((x[0][c] + x[1][c]) + x[2][c]) / 3.0;
+    double dmax = 0.0, moved = 0.0, rmax = 0.0;
+    for (int k = 0; k < 3; k++) {
+        double d = (fabs(x[k][0] - m[0]) + fabs(x[k][1] - m[1])) + fabs(x[k][2] - m[2]);
+        double mv = (fabs(x[k][0] - p[k][0]) + fabs(x[k][1] - p[k][1])) + fabs(x[k][2] - p[k][2]);
+        double r = s->radius[k == 0 ? ia : (k == 1 ? ib : ic)];
+        if (d > dmax) dmax = d;
+        if (mv > moved) moved = mv;
+        if (r > rmax) rmax = r;
+    }
+    return ((1.0 + 2.0 * PS_EDGE_SLACK) * dmax + rmax) + 2.0 * moved;
+}
+
+/* Do the spheres about m (reach er) and about collider j's centre (reach cr) meet? */
+static inline int tri_near_collider(const Edges *s, const double *m, double er, int j, double cr)
+{
+    const double *c = s->center + 3L * j;
+    double dx = m[0] - c[0], dy = m[1] - c[1], dz = m[2] - c[2], lim = cr + er;
+    return !((dx * dx + dy * dy) + dz * dz > lim * lim);
+}
+
+/* a x b */
+static inline void cross3(double *o, const double *a, const double *b)
+{
+    o[0] = a[1] * b[2] - a[2] * b[1];
+    o[1] = a[2] * b[0] - a[0] * b[2];
+    o[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static inline double dot3(const double *a, const double *b)
+{
+    return (a[0] * b[0] + a[1] * b[1]) + a[2] * b[2];
+}
+
+/* Feature q (radius R) of collider j against triangle (ia, ib, ic): 1 if it was a contact. */
+static int tri_feature(const Edges *s, int ia, int ib, int ic, int j, const double *q, double R)
+{
+    int idx[3] = {ia, ib, ic};
+    double *x[3], *v[3];
+    const double *p[3];
+    for (int k = 0; k < 3; k++) {
+        x[k] = s->pos + 3L * idx[k];
+        v[k] = s->vel + 3L * idx[k];
+        p[k] = s->prev_pos + 3L * idx[k];
+    }
+    double e1[3], e2[3], d[3], cr[3], n[3];
+    for (int c = 0; c < 3; c++) {
+        e1[c] = x[1][c] - x[0][c];
+        e2[c] = x[2][c] - x[0][c];
+        d[c] = q[c] - x[0][c];
+    }
+    cross3(cr, e1, e2);
+    double len = sqrt(dot3(cr, cr)); /* twice the area */
+    if (!(len > PS_MIN_LENGTH * PS_MIN_LENGTH)) return 0;
+    for (int c = 0; c < 3; c++) n[c] = cr[c] / len;
+    double g[3];
+    cross3(g, d, e2);
+    double t1 = dot3(g, n) / len;
+    cross3(g, e1, d);
+    double t2 = dot3(g, n) / len, t0 = (1.0 - t1) - t2;
+    if (!(t0 > 0.0 && t1 > 0.0 && t2 > 0.0)) return 0;
+    double t[3] = {t0, t1, t2};
+    double sd = dot3(d, n);
+    double reach = R + ((t0 * s->radius[ia] + t1 * s->radius[ib]) + t2 * s->radius[ic]);
+    if (!(sd < reach)) return 0;
+    /* the collider's surface velocity at q: u = v_c + w x (q - c) */
+    const double *cc = s->center + 3L * j, *vc = s->velocity + 3L * j;
+    const double *w = s->angular_velocity + 3L * j;
+    double rq[3] = {q[0] - cc[0], q[1] - cc[1], q[2] - cc[2]}, u[3];
+    cross3(u, w, rq);
+    for (int c = 0; c < 3; c++) u[c] = vc[c] + u[c];
+    if (sd < 0.0) { /* inside: only if it came through this triangle in this substep */
+        double f1[3], f2[3], c0[3], r0[3];
+        for (int c = 0; c < 3; c++) {
+            f1[c] = p[1][c] - p[0][c];
+            f2[c] = p[2][c] - p[0][c];
+            r0[c] = (q[c] - s->h * u[c]) - p[0][c];
+        }
+        cross3(c0, f1, f2);
+        double a0 = sqrt(dot3(c0, c0));
+        if (!(a0 > PS_MIN_LENGTH * PS_MIN_LENGTH)) return 0;
+        double s0 = dot3(r0, c0) / a0;
+        if (!(s0 >= -PS_EDGE_SLACK * sqrt(a0))) return 0;
+    }
+    double N[3] = {-n[0], -n[1], -n[2]}; /* from the collider into the body */
+    double wk[3], D = 0.0, kk[3];
+    for (int k = 0; k < 3; k++) {
+        wk[k] = t[k] * s->inv_mass[idx[k]];
+        if (dot3(s->support + 3L * idx[k], N) < 0.0) wk[k] = 0.0; /* resting on a collider */
+    }
+    D = (t0 * wk[0] + t1 * wk[1]) + t2 * wk[2];
+    if (!(D > 0.0)) return 0;
+    double depth = reach - sd;
+    for (int k = 0; k < 3; k++) {
+        kk[k] = wk[k] / D; /* each corner's move per the point's */
+        if (kk[k] > PS_EDGE_LEVER) kk[k] = PS_EDGE_LEVER;
+    }
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < 3; c++) x[k][c] = x[k][c] + N[c] * (depth * kk[k]);
+    for (int k = 0; k < 3; k++) {
+        if (!(kk[k] > 0.0)) continue;
+        int i = idx[k];
+        s->contact_collider[i] = j;
+        for (int c = 0; c < 3; c++) {
+            s->contact_normal[3L * i + c] = N[c];
+            s->support[3L * i + c] = N[c];
+        }
+    }
+    double vr[3];
+    for (int c = 0; c < 3; c++) vr[c] = ((t0 * v[0][c] + t1 * v[1][c]) + t2 * v[2][c]) - u[c];
+    double vn = dot3(vr, N);
+    if (!(vn < 0.0)) return 1;
+    double vn_new = (-vn > s->rest_speed) ? -s->restitution[j] * vn : 0.0;
+    double dvn = vn_new - vn, vt[3];
+    for (int c = 0; c < 3; c++) vt[c] = vr[c] - vn * N[c];
+    double vt_len = sqrt(dot3(vt, vt)), limit = s->friction[j] * dvn, scale;
+    if (vt_len <= limit) {
+        /* static friction: undo the substep's slip of the triangle's point along the surface */
+        double sl[3];
+        for (int c = 0; c < 3; c++)
+            sl[c] = (((t0 * x[0][c] + t1 * x[1][c]) + t2 * x[2][c])
+                     - ((t0 * p[0][c] + t1 * p[1][c]) + t2 * p[2][c])) - s->h * u[c];
+        double sn = dot3(sl, N);
+        for (int c = 0; c < 3; c++) {
+            double st = sl[c] - sn * N[c];
+            for (int k = 0; k < 3; k++) x[k][c] = x[k][c] - st * kk[k];
+        }
+        if (s->friction[j] > 0.0)
+            for (int k = 0; k < 3; k++)
+                if (kk[k] > 0.0) s->stuck[idx[k]] = 1;
+        scale = 0.0;
+    } else {
+        scale = (1.0 - limit / vt_len) * s->keep[j];
+    }
+    for (int c = 0; c < 3; c++) {
+        double dv = (scale - 1.0) * vt[c] + dvn * N[c];
+        for (int k = 0; k < 3; k++) v[k][c] = v[k][c] + dv * kk[k];
+    }
+    for (int k = 0; k < 3; k++)
+        if (kk[k] > 0.0)
+            s->contact_impulse[idx[k]] = s->contact_impulse[idx[k]] + s->mass[idx[k]] * (dvn * kk[k]);
+    return 1;
+}
+
+/* World point of local y on collider j: c + R y. */
+static inline void world_point(const Edges *s, int j, const double *y, double *q)
+{
+    const double *c = s->center + 3L * j, *Rm = s->rotation + 9L * j;
+    for (int a = 0; a < 3; a++) q[a] = c[a] + ((Rm[3 * a] * y[0] + Rm[3 * a + 1] * y[1]) + Rm[3 * a + 2] * y[2]);
+}
+
+/* How many of polytope j's faces have their plane within lim of the world point m (a NaN
+ * counts as near). */
+static inline int corner_faces(const Edges *s, int j, const double *m, double lim)
+{
+    int nf = s->face_count[j], count = 0;
+    const double *fn = s->face_normal + 3L * s->face_start[j], *fo = s->face_offset + s->face_start[j];
+    const double *c = s->center + 3L * j, *Rm = s->rotation + 9L * j;
+    double dm[3] = {m[0] - c[0], m[1] - c[1], m[2] - c[2]}, ml[3];
+    for (int a = 0; a < 3; a++) ml[a] = (Rm[a] * dm[0] + Rm[3 + a] * dm[1]) + Rm[6 + a] * dm[2];
+    for (int f = 0; f < nf; f++)
+        if (!(fabs(dot3(fn + 3L * f, ml) - fo[f]) > lim)) count++;
+    return count;
+}
+
+/* Collider j's features against triangle (ia, ib, ic) (its centroid m, reach er, already
+ * found near j): the contacts resolved. A capsule's ends a (and b if it differs); a
+ * polytope's corners, triple by triple (f < g < h) of the faces that could hold a corner
+ * near the triangle (the corner cull of the essay). */
+static int tri_collider(const Edges *s, int ia, int ib, int ic, const double *m, double er, int j)
+{
+    double q[3];
+    if (s->kind[j] == PS_CAPSULE) {
+        const double *a = s->cap_a + 3L * j, *b = s->cap_b + 3L * j;
+        double R = s->cap_radius[j];
+        int found = 0;
+        world_point(s, j, a, q);
+        found += tri_feature(s, ia, ib, ic, j, q, R);
+        if (!(a[0] == b[0] && a[1] == b[1] && a[2] == b[2])) {
+            world_point(s, j, b, q);
+            found += tri_feature(s, ia, ib, ic, j, q, R);
+        }
+        return found;
+    }
+    int nf = s->face_count[j];
+    const double *fn = s->face_normal + 3L * s->face_start[j], *fo = s->face_offset + s->face_start[j];
+    const double *c = s->center + 3L * j, *Rm = s->rotation + 9L * j;
+    double dm[3] = {m[0] - c[0], m[1] - c[1], m[2] - c[2]}, ml[3];
+    for (int a = 0; a < 3; a++) ml[a] = (Rm[a] * dm[0] + Rm[3 + a] * dm[1]) + Rm[6 + a] * dm[2];
+    double lim = er + collider_motion3(s, j), tol = PS_CORNER_TOL * s->bound[j];
+    uint64_t near = 0;
+    for (int f = 0; f < nf && f < PS_CORNER_FACES; f++)
+        if (!(fabs(dot3(fn + 3L * f, ml) - fo[f]) > lim)) near |= (uint64_t)1 << f;
+#define PS_NEAR_FACE(f) ((f) >= PS_CORNER_FACES || ((near >> (f)) & 1u))
+    int found = 0;
+    for (int f = 0; f < nf; f++) {
+        if (!PS_NEAR_FACE(f)) continue;
+        for (int g = f + 1; g < nf; g++) {
+            if (!PS_NEAR_FACE(g)) continue;
+            for (int hh = g + 1; hh < nf; hh++) {
+                if (!PS_NEAR_FACE(hh)) continue;
+                const double *n1 = fn + 3L * f, *n2 = fn + 3L * g, *n3 = fn + 3L * hh;
+                double c23[3], c31[3], c12[3];
+                cross3(c23, n2, n3);
+                cross3(c31, n3, n1);
+                cross3(c12, n1, n2);
+                double det = dot3(n1, c23);
+                if (!(fabs(det) > PS_CORNER_DET)) continue;
+                double y[3];
+                for (int a = 0; a < 3; a++) y[a] = ((fo[f] * c23[a] + fo[g] * c31[a]) + fo[hh] * c12[a]) / det;
+                int corner = 1;
+                for (int e = 0; e < nf && corner; e++) {
+                    if (e == f || e == g || e == hh) continue;
+                    double out = dot3(fn + 3L * e, y) - fo[e];
+                    /* outside a face: not on the polytope; on a face of a lower index than
+                     * hh: another triple (the three lowest of its faces) gives this corner */
+                    if (!(out <= tol) || (e < hh && out >= -tol)) corner = 0;
+                }
+                if (!corner) continue;
+                world_point(s, j, y, q);
+                found += tri_feature(s, ia, ib, ic, j, q, 0.0);
+            }
+        }
+    }
+#undef PS_NEAR_FACE
+    return found;
+}
+
+/* The 3D pass: closed bodies' surface triangles (three outline rows each) against every
+ * featured collider (the essay). */
+static int surfaces_collide(const Edges *s, int32_t *edge_near, const int32_t *outline,
+                            const int32_t *outline_start, const int32_t *outline_count,
+                            const int32_t *body_flags, int nb, int k, int iterations, int reverse)
+{
+    for (int b = 0; b < nb; b++) {
+        int m = outline_count[b] / 3;
+        if (!(body_flags[b] & PS_CLOSED) || m < 1) continue;
+        const int32_t *o = outline + outline_start[b];
+        int32_t *near = edge_near + outline_start[b];
+        double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        double moved = 0.0, rmax = 0.0, mc[3];
+        for (int e = 0; e < 3 * m; e++) {
+            const double *x = s->pos + 3L * o[e], *p = s->prev_pos + 3L * o[e];
+            for (int c = 0; c < 3; c++) {
+                if (x[c] < lo[c]) lo[c] = x[c];
+                if (x[c] > hi[c]) hi[c] = x[c];
+            }
+            double mv = (fabs(x[0] - p[0]) + fabs(x[1] - p[1])) + fabs(x[2] - p[2]);
+            if (mv > moved) moved = mv;
+            if (s->radius[o[e]] > rmax) rmax = s->radius[o[e]];
+            near[e] = 0;
+        }
+        /* every triangle's reach is at most the one of a triangle as large as the box */
+        double ext = ((hi[0] - lo[0]) + (hi[1] - lo[1])) + (hi[2] - lo[2]);
+        double emax = ((1.0 + 2.0 * PS_EDGE_SLACK) * ext + rmax) + 2.0 * moved;
+        double bc[3] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2])};
+        for (int j = 0; j < k; j++) {
+            if (!featured3(s, j)) continue;
+            const double *c = s->center + 3L * j;
+            double motion = collider_motion3(s, j), cr = s->bound[j] + motion;
+            double dx = gap(c[0], lo[0], hi[0]), dy = gap(c[1], lo[1], hi[1]), dz = gap(c[2], lo[2], hi[2]);
+            double lim = cr + emax;
+            if ((dx * dx + dy * dy) + dz * dz > lim * lim) continue;
+            /* a polytope's corner near the body lies on three face planes near the box's sphere */
+            if (s->kind[j] != PS_CAPSULE && corner_faces(s, j, bc, 0.5 * ext + emax + motion) < 3) continue;
+            for (int t = 0; t < m; t++) {
+                if (near[3 * t]) continue;
+                double er = tri_reach(s, o[3 * t], o[3 * t + 1], o[3 * t + 2], mc);
+                if (!tri_near_collider(s, mc, er, j, cr)) continue;
+                if (s->kind[j] != PS_CAPSULE && corner_faces(s, j, mc, er + motion) < 3) continue;
+                near[3 * t] = near[3 * t + 1] = near[3 * t + 2] = 1;
+            }
+        }
+    }
+    int contacts = 0;
+    for (int it = 0; it < iterations; it++) {
+        int found = 0;
+        for (int bi = 0; bi < nb; bi++) {
+            int b = reverse ? nb - 1 - bi : bi, m = outline_count[b] / 3;
+            if (!(body_flags[b] & PS_CLOSED) || m < 1) continue;
+            const int32_t *o = outline + outline_start[b];
+            const int32_t *near = edge_near + outline_start[b];
+            for (int ti = 0; ti < m; ti++) {
+                int t = reverse ? m - 1 - ti : ti;
+                if (!near[3 * t]) continue;
+                int ia = o[3 * t], ib = o[3 * t + 1], ic = o[3 * t + 2];
+                double mc[3], er = tri_reach(s, ia, ib, ic, mc);
+                for (int j = 0; j < k; j++) {
+                    if (!featured3(s, j)) continue;
+                    if (!tri_near_collider(s, mc, er, j, s->bound[j] + collider_motion3(s, j))) continue;
+                    found += tri_collider(s, ia, ib, ic, mc, er, j);
+                }
+            }
+        }
+        contacts += found;
+        if (!found) break;
+    }
+    return contacts;
+}
+
 int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double *contact_normal,
                     double *contact_impulse, double *support, int32_t *stuck,
                     int32_t *edge_near, const double *prev_pos, const double *radius,
@@ -286,11 +677,14 @@ int ps_edge_collide(double *pos, double *vel, int32_t *contact_collider, double 
 {
     (void)n;
     (void)nfaces;
-    if (dim != 2) return 0; /* 3D outlines are not surfaces */
     Edges s = {pos, vel, contact_normal, contact_impulse, support, contact_collider, stuck, prev_pos,
                radius, mass, inv_mass, kind, center, rotation, velocity, angular_velocity,
                restitution, friction, keep, face_start, face_count, face_normal, face_offset,
                cap_a, cap_b, cap_radius, bound, h, rest_speed};
+    if (dim == 3)
+        return surfaces_collide(&s, edge_near, outline, outline_start, outline_count, body_flags,
+                                nb, k, iterations, reverse);
+    if (dim != 2) return 0;
     /* the cull at the pass's start: is any collider near each edge? First a body's box of its
      * outline particles, grown by its edges' largest reach, against each collider's reach;
      * then each edge of a body near a collider against that collider */

@@ -65,7 +65,8 @@ register(Kernel(
 
 class Contacts(NamedTuple):
     """Contacts of the last step, one row per particle that touched a collider, itself or
-    through an outline edge it ends (2D bodies: ``pysoft.features.edges``).
+    through an outline edge it ends or a surface triangle it is a corner of
+    (``pysoft.features.edges``).
 
     ``impulses`` is the normal impulse (N s) summed over the step's substeps;
     ``colliders`` and ``normals`` are those of the particle's last contact.

@@ -1,12 +1,13 @@
-"""Outline edges against colliders: a collider's corner, or the end of a disc or a
-segment, kept out of the edges between a closed body's outline particles
+"""Outline edges and surface triangles against colliders: a collider's corner, or the
+end of a disc, a sphere or a segment, kept out of the edges between a closed 2D body's
+outline particles, and out of the triangles of a closed 3D body's surface
 (``csrc/src/edges.c``), so an obstacle smaller than the particle spacing cannot
-slip between two of them.
+slip between them.
 
 Runs in the collide stage right after the particles meet the colliders (it
-reads the colliders' tables and the bodies' outlines and writes the same
-contact report) and before the body contacts. 2D: in 3D a body's outline is
-not a surface and the pass does not run.
+reads the colliders' tables and the bodies' outlines -- a 3D body's outline rows
+are its surface, three a triangle -- and writes the same contact report) and
+before the body contacts.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ register(Kernel(
 
 
 class _EdgeTerm:
-    """Outline edges against colliders, after the particles met them; skipped while there is
-    no body, or no collider with a corner or a capsule end (planes have none)."""
-    label = "outline edges against colliders"  # its name in an InstabilityError
+    """Outline edges (surface triangles in 3D) against colliders, after the particles met
+    them; skipped while there is no body, or no collider with a corner or a capsule end
+    (planes have none)."""
 
     def __init__(self, ctx: Context, near: Table) -> None:
         store = ctx.store
@@ -76,6 +77,10 @@ class _EdgeTerm:
             face_normal=self.faces.arrays["normal"], face_offset=self.faces.arrays["offset"])
         self.featured = False  # whether any collider has a corner or a capsule end
         self._version = -1
+        # a polytope with corners: a polygon (3 faces or more) in 2D, a Box (4 or more) in 3D
+        self.least_faces = 3 if ctx.dim == 2 else 4
+        self.label = ("outline edges against colliders" if ctx.dim == 2  # its name in an InstabilityError
+                      else "surface triangles against colliders")
 
     def counts(self) -> tuple[int, int, int, int, int]:
         return self.P.n, self.B.n, self.C.n, self.faces.n, self.ctx.dim
@@ -86,7 +91,8 @@ class _EdgeTerm:
         if not (C.n and self.B.n):
             return False
         if self._version != C.version:
-            self.featured = bool(((C.view("kind") == CAPSULE) | (C.view("face_count") >= 3)).any())
+            self.featured = bool(((C.view("kind") == CAPSULE) | (
+                (C.view("face_count") >= self.least_faces) & (C.view("bound") < np.inf))).any())
             self._version = C.version
         return self.featured
 
@@ -109,13 +115,12 @@ class _EdgeTerm:
 
 
 class EdgeCollisions(Feature):
-    """Closed bodies' outline edges against colliders' corners and capsule ends (2D)."""
+    """Closed bodies' outline edges (2D) or surface triangles (3D) against colliders' corners
+    and capsule ends."""
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.term: _EdgeTerm | None = None
-        if ctx.dim != 2:  # outlines are not surfaces in 3D
-            return
         # the cull at the pass's start, one flag per outline entry (the kernel's workspace)
         near = ctx.store.work_table("edge_collide_near", {"near": Field((), np.int32)}, MAX_MEMBERS)
         self.term = _EdgeTerm(ctx, near)

@@ -1,4 +1,5 @@
-"""Twin of csrc/src/edges.c: body outline edges against colliders (2D).
+"""Twin of csrc/src/edges.c: body outline edges (2D) and surface triangles (3D) against
+colliders.
 
 The cull at the pass's start is taken for every edge at once (NumPy,
 elementwise: the C kernel's operations in its order). The sweeps then visit
@@ -9,6 +10,7 @@ so the results are bitwise equal.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -260,9 +262,16 @@ def edge_collide(
     face_offset: F64, cap_a: F64, cap_b: F64, cap_radius: F64, bound: F64, n: int, nb: int,
     k: int, nfaces: int, dim: int, iterations: int, reverse: int, h: float, rest_speed: float,
 ) -> int:
-    """Colliders' corners and capsule ends kept out of closed bodies' outline edges (2D;
-    nothing in 3D): the cull at the pass's start, then ``iterations`` sweeps over the edges,
-    backward if ``reverse``."""
+    """Colliders' corners and capsule ends kept out of closed bodies' outline edges (2D) or
+    surface triangles (3D): the cull at the pass's start, then ``iterations`` sweeps over the
+    edges or triangles, backward if ``reverse``."""
+    if dim == 3:
+        return _edge_collide_3d(pos, vel, contact_collider, contact_normal, contact_impulse, support, stuck,
+                                edge_near, prev_pos, radius, mass, inv_mass, outline, outline_start,
+                                outline_count, body_flags, kind, center, rotation, velocity,
+                                angular_velocity, restitution, friction, keep, face_start, face_count,
+                                face_normal, face_offset, cap_a, cap_b, cap_radius, bound, n, nb, k,
+                                iterations, reverse, h, rest_speed)
     if dim != 2:
         return 0
     counts = _feature_counts(kind, face_count, cap_a, cap_b, k)
@@ -290,6 +299,352 @@ def edge_collide(
                     continue
                 for qx, qy, R in features[j]:
                     found += s.contact(a, b, j, qx, qy, R)
+        contacts += found
+        if not found:
+            break
+    s.write_back()
+    return contacts
+
+
+# -- 3D: closed surfaces' triangles against colliders' features ------------------------------
+
+CORNER_DET = 1e-9  # edges.c's PS_CORNER_DET, PS_CORNER_TOL and PS_CORNER_FACES
+CORNER_TOL = 1e-9
+CORNER_FACES = 64
+_REACH3 = 1.0 + 2.0 * EDGE_SLACK
+
+
+def _cross(a: list[float], b: list[float]) -> list[float]:
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def _dot(a: list[float], b: list[float]) -> float:
+    return (a[0] * b[0] + a[1] * b[1]) + a[2] * b[2]
+
+
+class _Pass3(_Pass):
+    """The 3D kernel's state as Python floats (see edges.c's essay, its 3D part)."""
+
+    def __init__(self, *args: Any, kind: I32, rotation: F64, angular_velocity: F64, face_start: I32,
+                 face_count: I32, face_normal: F64, face_offset: F64, cap_a: F64, cap_b: F64,
+                 cap_radius: F64, k: int) -> None:
+        super().__init__(*args)
+        self.kind, self.rotation = kind[:k].tolist(), rotation[:k].reshape(k, 9).tolist()
+        self.w3 = angular_velocity[:k].tolist()
+        self.face_start, self.face_count = face_start[:k].tolist(), face_count[:k].tolist()
+        self.face_normal, self.face_offset = face_normal, face_offset
+        self.cap_a, self.cap_b = cap_a[:k].tolist(), cap_b[:k].tolist()
+        self.cap_radius = cap_radius[:k].tolist()
+
+    def motion(self, j: int) -> float:
+        """Twice collider j's motion in the substep (L1 speeds)."""
+        v, w, b = self.velocity[j], self.w3[j], self.bound[j]
+        speed = ((abs(v[0]) + abs(v[1])) + abs(v[2])) + ((abs(w[0]) + abs(w[1])) + abs(w[2])) * b
+        return float(2.0 * (self.h * speed))
+
+    def featured(self, j: int) -> bool:
+        if self.kind[j] == CAPSULE:
+            return True
+        return bool(self.face_count[j] >= 4 and self.bound[j] < math.inf)
+
+    def tri_reach(self, ia: int, ib: int, ic: int) -> tuple[list[float], float]:
+        """Triangle (ia, ib, ic)'s centroid and its reach about it."""
+        xs = (self.pos[ia], self.pos[ib], self.pos[ic])
+        ps = (self.prev[ia], self.prev[ib], self.prev[ic])
+        m = [((xs[0][c] + xs[1][c]) + xs[2][c]) / 3.0 for c in range(3)]
+        dmax = moved = rmax = 0.0
+        for x, p, i in zip(xs, ps, (ia, ib, ic), strict=True):
+            d = (abs(x[0] - m[0]) + abs(x[1] - m[1])) + abs(x[2] - m[2])
+            mv = (abs(x[0] - p[0]) + abs(x[1] - p[1])) + abs(x[2] - p[2])
+            r = self.radius[i]
+            if d > dmax:
+                dmax = d
+            if mv > moved:
+                moved = mv
+            if r > rmax:
+                rmax = r
+        return m, float((_REACH3 * dmax + rmax) + 2.0 * moved)
+
+    def near3(self, m: list[float], er: float, j: int, cr: float) -> bool:
+        c = self.center[j]
+        dx, dy, dz = m[0] - c[0], m[1] - c[1], m[2] - c[2]
+        lim = cr + er
+        return not (dx * dx + dy * dy) + dz * dz > lim * lim
+
+    def world_point(self, j: int, y: list[float]) -> list[float]:
+        c, R = self.center[j], self.rotation[j]
+        return [c[a] + ((R[3 * a] * y[0] + R[3 * a + 1] * y[1]) + R[3 * a + 2] * y[2]) for a in range(3)]
+
+    def tri_collider(self, ia: int, ib: int, ic: int, m: list[float], er: float, j: int) -> int:
+        """Collider j's features against the triangle, in the kernel's order."""
+        if self.kind[j] == CAPSULE:
+            a, b, R = self.cap_a[j], self.cap_b[j], self.cap_radius[j]
+            found = self.contact3(ia, ib, ic, j, self.world_point(j, a), R)
+            if not (a[0] == b[0] and a[1] == b[1] and a[2] == b[2]):
+                found += self.contact3(ia, ib, ic, j, self.world_point(j, b), R)
+            return found
+        nf, s0 = self.face_count[j], self.face_start[j]
+        fn = self.face_normal[s0:s0 + nf].tolist()
+        fo = self.face_offset[s0:s0 + nf].tolist()
+        c, R = self.center[j], self.rotation[j]
+        dm = [m[0] - c[0], m[1] - c[1], m[2] - c[2]]
+        ml = [(R[a] * dm[0] + R[3 + a] * dm[1]) + R[6 + a] * dm[2] for a in range(3)]
+        lim, tol = er + self.motion(j), CORNER_TOL * self.bound[j]
+        near = [f >= CORNER_FACES or not abs(_dot(fn[f], ml) - fo[f]) > lim for f in range(nf)]
+        found = 0
+        for f in range(nf):
+            if not near[f]:
+                continue
+            for g in range(f + 1, nf):
+                if not near[g]:
+                    continue
+                for hh in range(g + 1, nf):
+                    if not near[hh]:
+                        continue
+                    n1, n2, n3 = fn[f], fn[g], fn[hh]
+                    c23, c31, c12 = _cross(n2, n3), _cross(n3, n1), _cross(n1, n2)
+                    det = _dot(n1, c23)
+                    if not abs(det) > CORNER_DET:
+                        continue
+                    y = [((fo[f] * c23[a] + fo[g] * c31[a]) + fo[hh] * c12[a]) / det for a in range(3)]
+                    corner = True
+                    for e in range(nf):
+                        if e in (f, g, hh):
+                            continue
+                        out = _dot(fn[e], y) - fo[e]
+                        if not out <= tol or (e < hh and out >= -tol):
+                            corner = False
+                            break
+                    if corner:
+                        found += self.contact3(ia, ib, ic, j, self.world_point(j, y), 0.0)
+        return found
+
+    def contact3(self, ia: int, ib: int, ic: int, j: int, q: list[float], R: float) -> int:
+        """Feature q of radius R of collider j against triangle (ia, ib, ic): 1 on contact."""
+        idx = (ia, ib, ic)
+        x = [self.pos[i] for i in idx]
+        v = [self.vel[i] for i in idx]
+        p = [self.prev[i] for i in idx]
+        e1 = [x[1][c] - x[0][c] for c in range(3)]
+        e2 = [x[2][c] - x[0][c] for c in range(3)]
+        d = [q[c] - x[0][c] for c in range(3)]
+        cr = _cross(e1, e2)
+        length = math.sqrt(_dot(cr, cr))
+        if not length > MIN_LENGTH * MIN_LENGTH:
+            return 0
+        n = [cr[c] / length for c in range(3)]
+        t1 = _dot(_cross(d, e2), n) / length
+        t2 = _dot(_cross(e1, d), n) / length
+        t0 = (1.0 - t1) - t2
+        if not (t0 > 0.0 and t1 > 0.0 and t2 > 0.0):
+            return 0
+        t = (t0, t1, t2)
+        sd = _dot(d, n)
+        reach = R + ((t0 * self.radius[ia] + t1 * self.radius[ib]) + t2 * self.radius[ic])
+        if not sd < reach:
+            return 0
+        cc, vc = self.center[j], self.velocity[j]
+        wu = _cross(self.w3[j], [q[0] - cc[0], q[1] - cc[1], q[2] - cc[2]])
+        u = [vc[c] + wu[c] for c in range(3)]
+        h = self.h
+        if sd < 0.0:  # inside: only if it came through this triangle in this substep
+            f1 = [p[1][c] - p[0][c] for c in range(3)]
+            f2 = [p[2][c] - p[0][c] for c in range(3)]
+            r0 = [(q[c] - h * u[c]) - p[0][c] for c in range(3)]
+            c0 = _cross(f1, f2)
+            a0 = math.sqrt(_dot(c0, c0))
+            if not a0 > MIN_LENGTH * MIN_LENGTH:
+                return 0
+            if not _dot(r0, c0) / a0 >= -EDGE_SLACK * math.sqrt(a0):
+                return 0
+        N = [-n[0], -n[1], -n[2]]
+        wk = [t[k] * self.inv_mass[i] for k, i in enumerate(idx)]
+        for k, i in enumerate(idx):
+            if _dot(self.support[i], N) < 0.0:  # resting on a collider
+                wk[k] = 0.0
+        D = (t0 * wk[0] + t1 * wk[1]) + t2 * wk[2]
+        if not D > 0.0:
+            return 0
+        depth = reach - sd
+        kk = [min_cap(wk[k] / D) for k in range(3)]
+        for k in range(3):
+            for c in range(3):
+                x[k][c] = x[k][c] + N[c] * (depth * kk[k])
+        self.touched.update(idx)
+        for k, i in enumerate(idx):
+            if kk[k] > 0.0:
+                self.collider[i] = j
+                self.normal[i] = list(N)
+                self.support[i] = list(N)
+        vr = [((t0 * v[0][c] + t1 * v[1][c]) + t2 * v[2][c]) - u[c] for c in range(3)]
+        vn = _dot(vr, N)
+        if not vn < 0.0:
+            return 1
+        vn_new = -self.restitution[j] * vn if -vn > self.rest_speed else 0.0
+        dvn = vn_new - vn
+        vt = [vr[c] - vn * N[c] for c in range(3)]
+        vt_len, limit = math.sqrt(_dot(vt, vt)), self.friction[j] * dvn
+        if vt_len <= limit:  # static: undo the substep's slip of the triangle's point
+            sl = [(((t0 * x[0][c] + t1 * x[1][c]) + t2 * x[2][c])
+                   - ((t0 * p[0][c] + t1 * p[1][c]) + t2 * p[2][c])) - h * u[c] for c in range(3)]
+            sn = _dot(sl, N)
+            for c in range(3):
+                st = sl[c] - sn * N[c]
+                for k in range(3):
+                    x[k][c] = x[k][c] - st * kk[k]
+            if self.friction[j] > 0.0:
+                for k, i in enumerate(idx):
+                    if kk[k] > 0.0:
+                        self.stuck[i] = 1
+            scale = 0.0
+        else:
+            ratio = limit / vt_len if vt_len != 0.0 else float(np.divide(limit, vt_len))  # C's IEEE
+            scale = (1.0 - ratio) * self.keep[j]
+        for c in range(3):
+            dv = (scale - 1.0) * vt[c] + dvn * N[c]
+            for k in range(3):
+                v[k][c] = v[k][c] + dv * kk[k]
+        for k, i in enumerate(idx):
+            if kk[k] > 0.0:
+                self.impulse[i] = self.impulse[i] + self.mass[i] * (dvn * kk[k])
+        return 1
+
+
+def min_cap(share: float) -> float:
+    """A corner's move per its point's, capped at EDGE_LEVER (``if (k > cap) k = cap``)."""
+    return EDGE_LEVER if share > EDGE_LEVER else share
+
+
+def _triangles(outline: I32, outline_start: I32, outline_count: I32, body_flags: I32,
+               nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every triangle of the closed surfaces in the kernel's order: its first outline entry,
+    its body and its corners (T, 3)."""
+    count = outline_count[:nb] // 3
+    count = np.where((body_flags[:nb] & CLOSED) != 0, count, 0).astype(np.int32)
+    owner, local = ranges(np.zeros(nb, dtype=np.int32), count, nb)
+    first = outline_start[:nb].astype(np.intp)[owner] + 3 * local
+    corners = np.stack([outline[first], outline[first + 1], outline[first + 2]], axis=1).astype(np.intp)
+    return first, owner, corners
+
+
+def _corner_faces(j: int, m: F64, lim: F64, center: F64, rotation: F64, face_start: I32,
+                  face_count: I32, face_normal: F64, face_offset: F64) -> np.ndarray:
+    """How many of polytope j's faces have their plane within ``lim`` of each point ``m``
+    (rows; a NaN counts as near), as edges.c's corner_faces."""
+    c, R = center[j].tolist(), rotation[j].reshape(9).tolist()
+    dm = [m[:, 0] - c[0], m[:, 1] - c[1], m[:, 2] - c[2]]
+    ml = [(R[a] * dm[0] + R[3 + a] * dm[1]) + R[6 + a] * dm[2] for a in range(3)]
+    count = np.zeros(len(m), dtype=np.intp)
+    s0 = int(face_start[j])
+    for f in range(int(face_count[j])):
+        n, o = face_normal[s0 + f].tolist(), float(face_offset[s0 + f])
+        d = ((n[0] * ml[0] + n[1] * ml[1]) + n[2] * ml[2]) - o
+        count += ~(np.abs(d) > lim)
+    return count
+
+
+def _near_at_start3(pos: F64, prev_pos: F64, radius: F64, owner: np.ndarray, corners: np.ndarray,
+                    entries: np.ndarray, entry_owner: np.ndarray, featured: list[bool], kind: I32,
+                    center: F64, rotation: F64, velocity: F64, angular_velocity: F64, face_start: I32,
+                    face_count: I32, face_normal: F64, face_offset: F64, bound: F64,
+                    h: float) -> np.ndarray:
+    """The 3D cull for every triangle at once (the kernel's operations, elementwise)."""
+    near = np.zeros(len(corners), dtype=bool)
+    if not len(corners):
+        return near
+    x = [pos[corners[:, k]] for k in range(3)]
+    p = [prev_pos[corners[:, k]] for k in range(3)]
+    m = ((x[0] + x[1]) + x[2]) / 3.0
+    dmax = moved = rmax = np.zeros(len(corners))
+    for k in range(3):
+        d = (np.abs(x[k][:, 0] - m[:, 0]) + np.abs(x[k][:, 1] - m[:, 1])) + np.abs(x[k][:, 2] - m[:, 2])
+        step = np.abs(x[k] - p[k])
+        mv = (step[:, 0] + step[:, 1]) + step[:, 2]
+        dmax = np.where(d > dmax, d, dmax)
+        moved = np.where(mv > moved, mv, moved)
+        r = radius[corners[:, k]]
+        rmax = np.where(r > rmax, r, rmax)
+    reach = (_REACH3 * dmax + rmax) + 2.0 * moved
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(corners)]))
+    # each body's box of its surface particles (its outline entries), largest move and radius
+    every, before = pos[entries], prev_pos[entries]
+    starts = np.flatnonzero(np.r_[True, entry_owner[1:] != entry_owner[:-1]])
+    lo = [np.fmin.reduceat(every[:, c], starts) for c in range(3)]
+    hi = [np.fmax.reduceat(every[:, c], starts) for c in range(3)]
+    lo = [np.where(np.isnan(a), np.inf, a) for a in lo]
+    hi = [np.where(np.isnan(a), -np.inf, a) for a in hi]
+    step = np.abs(every - before)
+    body_moved = np.fmax.reduceat(np.fmax((step[:, 0] + step[:, 1]) + step[:, 2], 0.0), starts)
+    body_r = np.fmax.reduceat(np.fmax(radius[entries], 0.0), starts)
+    ext = ((hi[0] - lo[0]) + (hi[1] - lo[1])) + (hi[2] - lo[2])
+    emax = (_REACH3 * ext + body_r) + 2.0 * body_moved
+    box_centre = np.stack([0.5 * (lo[c] + hi[c]) for c in range(3)], axis=1)
+    for j, has in enumerate(featured):
+        if not has:
+            continue
+        v, w, b = velocity[j].tolist(), angular_velocity[j].tolist(), float(bound[j])
+        speed = ((abs(v[0]) + abs(v[1])) + abs(v[2])) + ((abs(w[0]) + abs(w[1])) + abs(w[2])) * b
+        motion = 2.0 * (h * speed)
+        cr = b + motion
+        c = center[j].tolist()
+        gaps = [np.where(c[a] < lo[a], lo[a] - c[a], np.where(c[a] > hi[a], c[a] - hi[a], 0.0))
+                for a in range(3)]
+        lim = cr + emax
+        body_near = ~((gaps[0] * gaps[0] + gaps[1] * gaps[1]) + gaps[2] * gaps[2] > lim * lim)
+        polytope = kind[j] != CAPSULE
+        faces = (face_start, face_count, face_normal, face_offset)
+        if polytope:
+            body_near &= _corner_faces(j, box_centre, (0.5 * ext + emax) + motion, center, rotation,
+                                       *faces) >= 3
+        dx, dy, dz = m[:, 0] - c[0], m[:, 1] - c[1], m[:, 2] - c[2]
+        lim_t = cr + reach
+        here = body_near[group] & ~((dx * dx + dy * dy) + dz * dz > lim_t * lim_t)
+        if polytope and here.any():
+            which = np.flatnonzero(here)
+            here[which] = _corner_faces(j, m[which], reach[which] + motion, center, rotation, *faces) >= 3
+        near |= here
+    return near
+
+
+def _edge_collide_3d(pos: F64, vel: F64, contact_collider: I32, contact_normal: F64,
+                     contact_impulse: F64, support: F64, stuck: I32, edge_near: I32, prev_pos: F64,
+                     radius: F64, mass: F64, inv_mass: F64, outline: I32, outline_start: I32,
+                     outline_count: I32, body_flags: I32, kind: I32, center: F64, rotation: F64,
+                     velocity: F64, angular_velocity: F64, restitution: F64, friction: F64, keep: F64,
+                     face_start: I32, face_count: I32, face_normal: F64, face_offset: F64, cap_a: F64,
+                     cap_b: F64, cap_radius: F64, bound: F64, n: int, nb: int, k: int,
+                     iterations: int, reverse: int, h: float, rest_speed: float) -> int:
+    featured = [bool(kind[j] == CAPSULE or (face_count[j] >= 4 and bound[j] < math.inf)) for j in range(k)]
+    first, owner, corners = _triangles(outline, outline_start, outline_count, body_flags, nb)
+    count = np.where((body_flags[:nb] & CLOSED) != 0, outline_count[:nb] // 3, 0)
+    entry_owner, whole = ranges(outline_start, 3 * count.astype(np.int32), nb)
+    edge_near[whole] = 0
+    near = _near_at_start3(pos, prev_pos, radius, owner, corners, outline[whole].astype(np.intp),
+                           entry_owner, featured, kind, center, rotation, velocity, angular_velocity,
+                           face_start, face_count, face_normal, face_offset, bound, h)
+    for off in range(3):
+        edge_near[first + off] = near
+    todo = [tuple(c) for c in corners[near].tolist()]
+    if reverse:
+        todo.reverse()
+    if not todo:
+        return 0
+    s = _Pass3(pos, vel, contact_collider, contact_normal, contact_impulse, support, stuck, prev_pos,
+               radius, mass, inv_mass, center, velocity, angular_velocity, restitution, friction, keep,
+               bound, n, k, h, rest_speed, kind=kind, rotation=rotation,
+               angular_velocity=angular_velocity, face_start=face_start, face_count=face_count,
+               face_normal=face_normal, face_offset=face_offset, cap_a=cap_a, cap_b=cap_b,
+               cap_radius=cap_radius, k=k)
+    contacts = 0
+    for _ in range(iterations):
+        found = 0
+        for a, b, c in todo:
+            m, er = s.tri_reach(a, b, c)
+            for j in range(k):
+                if not featured[j] or not s.near3(m, er, j, s.bound[j] + s.motion(j)):
+                    continue
+                found += s.tri_collider(a, b, c, m, er, j)
         contacts += found
         if not found:
             break
