@@ -64,9 +64,10 @@
  * never crossed.
  *
  * Broad phase: contacts.c's, in 3D -- each target body's surface box (lo x,
- * lo y, lo z, hi x, hi y, hi z, largest radius: seven numbers a body in
- * `aabb`; grown by twice the largest radius and twice the skin of a triangle
- * as large as the box), grown boxes in a spatial hash of cubic cells, the candidate lists
+ * lo y, lo z, hi x, hi y, hi z, grown by g = twice the largest radius and
+ * twice the skin of a triangle as large as the box; g; whether its
+ * triangles' boxes are made yet: eight numbers a body in `aabb`), grown
+ * boxes in a spatial hash of cubic cells, the candidate lists
  * fat_first/fat_count/fat_body kept while no particle moved farther than the
  * slack and the layout's signature is the same. The candidates are defined by
  * the start positions alone ((i, B) with i in B's box; (i, j) with
@@ -83,7 +84,7 @@
 #include <string.h>
 #include "contact_common.h"
 
-#define PS_BOX 7             /* numbers a body's box holds in aabb */
+#define PS_BOX 8             /* numbers a body's box holds in aabb */
 #define PS_SCAN 16            /* triangles a block of the surface (a box of its own) */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
 
@@ -538,6 +539,39 @@ static int pair_contact(const Scene *s, int i, int j)
                    oj >= 0 ? oj : PS_SHARED, q);
 }
 
+/* The boxes of surface o[0 .. m) (rows, three a triangle) at the pass's start (snap), each
+ * grown by `grown`, and its blocks' boxes, in tb (see `spans`) */
+static void make_boxes(const double *snap, const int32_t *o, int m, double grown, double *tb)
+{
+    int mt = m / 3;
+    for (int f = 0; f < mt; f++) {
+        for (int d = 0; d < 3; d++) {
+            double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
+                   c = snap[3L * o[3 * f + 2] + d];
+            double l = a < bb ? a : bb, u = a > bb ? a : bb;
+            l = c < l ? c : l;
+            u = c > u ? c : u;
+            tb[d * (long)mt + f] = l - grown;
+            tb[(3 + d) * (long)mt + f] = u + grown;
+        }
+    }
+    int nbk = (mt + PS_SCAN - 1) / PS_SCAN;
+    for (int k = 0; k < nbk; k++) {
+        int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < mt ? f0 + PS_SCAN : mt;
+        for (int d = 0; d < 6; d++) {
+            const double *v = tb + d * (long)mt;
+            double e = v[f0];
+            int nan = 0;
+            for (int f = f0; f < f1; f++) {
+                double c = v[f];
+                nan |= c != c;
+                if (d < 3 ? c < e : c > e) e = c;
+            }
+            tb[6L * mt + d * (long)nbk + k] = nan ? (d < 3 ? -INFINITY : INFINITY) : e;
+        }
+    }
+}
+
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
                            const double *snap, const double *aabb, double grow,
                            const int32_t *bucket_start, const int32_t *bucket_body, int hb,
@@ -630,7 +664,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         double *box = aabb + PS_BOX * (long)b;
         box[0] = box[1] = box[2] = 1.0;
         box[3] = box[4] = box[5] = -1.0;
-        box[6] = 0.0;
+        box[6] = box[7] = 0.0;
         int m = outline_count[b];
         sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
         if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
@@ -652,36 +686,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         int finite = 1;
         for (int d = 0; d < 3; d++) finite &= isfinite(lo[d] - grown) && isfinite(hi[d] + grown);
         if (!finite) continue; /* a body that blew up (the finish pass reports it) */
-        /* each triangle's box, grown alike, by coordinate (see `spans`) in the first half of
-         * the body's rows of edge */
-        double *tb = edge + 4L * outline_start[b];
-        int mt = m / 3;
-        for (int f = 0; f < mt; f++) {
-            for (int d = 0; d < 3; d++) {
-                double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
-                       c = snap[3L * o[3 * f + 2] + d];
-                double l = a < bb ? a : bb, u = a > bb ? a : bb;
-                l = c < l ? c : l;
-                u = c > u ? c : u;
-                tb[d * (long)mt + f] = l - grown;
-                tb[(3 + d) * (long)mt + f] = u + grown;
-            }
-        }
-        int nbk = (mt + PS_SCAN - 1) / PS_SCAN;
-        for (int k = 0; k < nbk; k++) {
-            int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < mt ? f0 + PS_SCAN : mt;
-            for (int d = 0; d < 6; d++) {
-                const double *v = tb + d * (long)mt;
-                double e = v[f0];
-                int nan = 0;
-                for (int f = f0; f < f1; f++) {
-                    double c = v[f];
-                    nan |= c != c;
-                    if (d < 3 ? c < e : c > e) e = c;
-                }
-                tb[6L * mt + d * (long)nbk + k] = nan ? (d < 3 ? -INFINITY : INFINITY) : e;
-            }
-        }
+        box[7] = 0.0; /* its triangles' boxes: made when a particle first meets its box */
         for (int d = 0; d < 3; d++) {
             box[d] = lo[d] - grown;
             box[3 + d] = hi[d] + grown;
@@ -778,10 +783,16 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 const double *xs = snap + 3L * i;
                 const int32_t *list = fat_body + fat_first[i];
                 for (int q = 0; q < fat_count[i]; q++) {
-                    const double *box = aabb + PS_BOX * (long)list[q];
+                    int b = list[q];
+                    double *box = aabb + PS_BOX * (long)b;
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
                         | (xs[2] < box[2]) | (xs[2] > box[5]))
                         continue;
+                    if (box[7] == 0.0) {
+                        make_boxes(snap, outline + outline_start[b], outline_count[b], box[6],
+                                   edge + 4L * outline_start[b]);
+                        box[7] = 1.0;
+                    }
                     contacts += face_contact(&s, i, list[q], box);
                 }
             }
