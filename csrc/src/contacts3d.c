@@ -265,21 +265,21 @@ static inline void holds(const double *tb, int m, int f0, int f1, const double *
     for (int f = f1; (f - f0) % 8; f++) hit[f - f0] = 0;
 }
 
-/* The first f' >= f (f0 <= f < f1) with hit[f' - f0], or f1: eight tests a word where the
- * hits are few (the scans leave the block's hit[] zero up to a multiple of 8) */
+/* The first f' >= f (f0 <= f < f1) with hit[f' - f0], or f1: eight bytes a word (the scans
+ * leave the block's hit[] zero up to a multiple of 8; a hit is 1, so its word's lowest set
+ * bit names it where words are little-endian) */
 static inline int next_hit(const unsigned char *hit, int f0, int f1, int f)
 {
-    while (f < f1) {
-        if ((f - f0) % 8 == 0) {
-            uint64_t w;
-            memcpy(&w, hit + (f - f0), sizeof w);
-            if (!w) {
-                f += 8;
-                continue;
-            }
-        }
-        if (hit[f - f0]) return f;
-        f++;
+    for (int j = (f - f0) & ~7; f0 + j < f1; j += 8) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w;
+        memcpy(&w, hit + j, sizeof w);
+        if (f - f0 > j) w &= ~(uint64_t)0 << (8 * (f - f0 - j));
+        if (w) return f0 + j + __builtin_ctzll(w) / 8;
+#else
+        for (int k = f - f0 > j ? f - f0 : j; k < j + 8; k++)
+            if (hit[k]) return f0 + k;
+#endif
     }
     return f1;
 }
@@ -297,16 +297,18 @@ static int inside(const double *pos, const int32_t *tri, int m, const double *p,
         for (int f = 0; f < m; f++) odd ^= crosses(pos, tri, f, px, py, pz);
         return odd;
     }
-    unsigned char hit[PS_SCAN];
+    unsigned char hit[PS_SCAN], bhit[PS_SCAN];
     int nb = (m + PS_SCAN - 1) / PS_SCAN;
     const double *bk = tb + 6L * m;
-    for (int k = 0; k < nb; k++) {
-        if ((px < bk[k]) | (px > bk[3L * nb + k]) | (py < bk[nb + k]) | (py > bk[4L * nb + k])
-            | (pz > bk[5L * nb + k]))
-            continue;
-        int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < m ? f0 + PS_SCAN : m;
-        spans(tb, m, f0, f1, p, hit);
-        for (int f = f0; (f = next_hit(hit, f0, f1, f)) < f1; f++) odd ^= crosses(pos, tri, f, px, py, pz);
+    for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
+        int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
+        spans(bk, nb, k0, k1, p, bhit);
+        for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
+            int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < m ? f0 + PS_SCAN : m;
+            spans(tb, m, f0, f1, p, hit);
+            for (int f = f0; (f = next_hit(hit, f0, f1, f)) < f1; f++)
+                odd ^= crosses(pos, tri, f, px, py, pz);
+        }
     }
     return odd;
 }
@@ -467,22 +469,23 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
         double best = 0.0, tf[3];
         const double *xs = s->snap + 3L * i;
-        unsigned char hit[PS_SCAN];
+        unsigned char hit[PS_SCAN], bhit[PS_SCAN];
         int nb = (m + PS_SCAN - 1) / PS_SCAN;
         const double *bk = boxes + 6L * m;
-        for (int k = 0; k < nb; k++) {
-            if ((xs[0] < bk[k]) | (xs[0] > bk[3L * nb + k]) | (xs[1] < bk[nb + k])
-                | (xs[1] > bk[4L * nb + k]) | (xs[2] < bk[2L * nb + k]) | (xs[2] > bk[5L * nb + k]))
-                continue;
-            int g0 = k * PS_SCAN, g1 = g0 + PS_SCAN < m ? g0 + PS_SCAN : m;
-            holds(boxes, m, g0, g1, xs, hit);
-            for (int g = g0; (g = next_hit(hit, g0, g1, g)) < g1; g++) {
-                double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
-                                    pos + 3L * tri[3 * g + 2], x, tf);
-                if (f < 0 || d2 < best) {
-                    best = d2;
-                    f = g;
-                    t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
+        for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
+            int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
+            holds(bk, nb, k0, k1, xs, bhit);
+            for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
+                int g0 = k * PS_SCAN, g1 = g0 + PS_SCAN < m ? g0 + PS_SCAN : m;
+                holds(boxes, m, g0, g1, xs, hit);
+                for (int g = g0; (g = next_hit(hit, g0, g1, g)) < g1; g++) {
+                    double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
+                                        pos + 3L * tri[3 * g + 2], x, tf);
+                    if (f < 0 || d2 < best) {
+                        best = d2;
+                        f = g;
+                        t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
+                    }
                 }
             }
         }
