@@ -64,9 +64,10 @@
  * never crossed.
  *
  * Broad phase: contacts.c's, in 3D -- each target body's surface box (lo x,
- * lo y, lo z, hi x, hi y, hi z, largest radius: seven numbers a body in
- * `aabb`; grown by twice the largest radius and twice the skin of a triangle
- * as large as the box), grown boxes in a spatial hash of cubic cells, the candidate lists
+ * lo y, lo z, hi x, hi y, hi z, grown by g = twice the largest radius and
+ * twice the skin of a triangle as large as the box; g; whether its
+ * triangles' boxes are made yet: eight numbers a body in `aabb`), grown
+ * boxes in a spatial hash of cubic cells, the candidate lists
  * fat_first/fat_count/fat_body kept while no particle moved farther than the
  * slack and the layout's signature is the same. The candidates are defined by
  * the start positions alone ((i, B) with i in B's box; (i, j) with
@@ -83,8 +84,8 @@
 #include <string.h>
 #include "contact_common.h"
 
-#define PS_BOX 7             /* numbers a body's box holds in aabb */
-#define PS_CHUNK 8            /* triangles a run of the surface with a box of its own */
+#define PS_BOX 8             /* numbers a body's box holds in aabb */
+#define PS_SCAN 16            /* triangles a block of the surface (a box of its own) */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
 
 static inline int bucket_of(long cx, long cy, long cz, int nbuckets)
@@ -233,34 +234,99 @@ static int crosses(const double *pos, const int32_t *tri, int f, double px, doub
     return sigma * side < 0.0; /* the plane is above p */
 }
 
-/* Whether box g (lo x, y, z, hi x, y, z) may hold a triangle the ray from p toward +z crosses */
-static inline int spans(const double *g, double px, double py, double pz)
+/* A surface's triangle boxes (see `face_contact`), by coordinate: lo x of its m triangles, then
+ * lo y, lo z, hi x, hi y, hi z, m numbers each; then the boxes of its blocks (runs of PS_SCAN
+ * triangles, nb = ceil(m / PS_SCAN) of them) alike, nb numbers each, a block's box holding its
+ * triangles' (infinite in a coordinate where one of them is NaN). The scans below test a
+ * block's triangles at once, with no branch (several boxes an instruction where the compiler
+ * can), each test the same comparisons as one box at a time (a NaN, compared with nothing,
+ * fails none), and only in blocks whose box passes the same test. */
+
+/* hit[f - f0] := whether the box of triangle f (f0 <= f < f1) may hold a triangle the ray
+ * from p toward +z crosses: it spans p in x and y and reaches above it */
+static inline void spans(const double *tb, int m, int f0, int f1, const double *p, unsigned char *hit)
 {
-    return !((px < g[0]) | (px > g[3]) | (py < g[1]) | (py > g[4]) | (pz > g[5]));
+    const double *xl = tb, *yl = tb + m, *xh = tb + 3L * m, *yh = tb + 4L * m, *zh = tb + 5L * m;
+    double px = p[0], py = p[1], pz = p[2];
+    for (int f = f0; f < f1; f++)
+        hit[f - f0] = !((px < xl[f]) | (px > xh[f]) | (py < yl[f]) | (py > yh[f]) | (pz > zh[f]));
+    for (int f = f1; (f - f0) % 8; f++) hit[f - f0] = 0;
+}
+
+/* hit[f - f0] := whether the box of triangle f holds p */
+static inline void holds(const double *tb, int m, int f0, int f1, const double *p, unsigned char *hit)
+{
+    const double *xl = tb, *yl = tb + m, *zl = tb + 2L * m, *xh = tb + 3L * m, *yh = tb + 4L * m,
+                 *zh = tb + 5L * m;
+    double px = p[0], py = p[1], pz = p[2];
+    for (int f = f0; f < f1; f++)
+        hit[f - f0] = !((px < xl[f]) | (px > xh[f]) | (py < yl[f]) | (py > yh[f]) | (pz < zl[f])
+                        | (pz > zh[f]));
+    for (int f = f1; (f - f0) % 8; f++) hit[f - f0] = 0;
+}
+
+/* The first f' >= f (f0 <= f < f1) with hit[f' - f0], or f1: eight bytes a word (the scans
+ * leave the block's hit[] zero up to a multiple of 8; a hit is 1, so its word's lowest set
+ * bit names it where words are little-endian) */
+static inline int next_hit(const unsigned char *hit, int f0, int f1, int f)
+{
+    for (int j = (f - f0) & ~7; f0 + j < f1; j += 8) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w;
+        memcpy(&w, hit + j, sizeof w);
+        if (f - f0 > j) w &= ~(uint64_t)0 << (8 * (f - f0 - j));
+        if (w) return f0 + j + __builtin_ctzll(w) / 8;
+#else
+        for (int k = f - f0 > j ? f - f0 : j; k < j + 8; k++)
+            if (hit[k]) return f0 + k;
+#endif
+    }
+    return f1;
 }
 
 /* Whether p is inside the closed surface tri[0 .. 3m) of the current positions (the parity
- * of the triangles a ray toward +z crosses). With `box` (each triangle's box at the pass's
- * start, grown by g, 12 numbers a triangle, and each run of PS_CHUNK triangles' box),
- * triangles (and runs) whose box does not span p in x and y
- * or reach above it are passed over: the caller gives boxes only while no particle has moved
- * more than g / 2 since the pass's start, so such a triangle cannot be crossed and the answer
- * is the same. */
-static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *box)
+ * of the triangles a ray toward +z crosses). With `tb` (each triangle's box at the pass's
+ * start, grown by g), triangles whose box does not span p in x and y or reach above it are
+ * passed over: the caller gives boxes only while no particle has moved more than g / 2
+ * since the pass's start, so such a triangle cannot be crossed and the answer is the same. */
+static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *tb)
 {
     int odd = 0;
     double px = p[0], py = p[1], pz = p[2];
-    if (!box) {
+    if (!tb) {
         for (int f = 0; f < m; f++) odd ^= crosses(pos, tri, f, px, py, pz);
         return odd;
     }
-    for (int f0 = 0; f0 < m; f0 += PS_CHUNK) {
-        if (!spans(box + 12L * f0 + 6, px, py, pz)) continue;
-        int f1 = f0 + PS_CHUNK < m ? f0 + PS_CHUNK : m;
-        for (int f = f0; f < f1; f++)
-            if (spans(box + 12L * f, px, py, pz)) odd ^= crosses(pos, tri, f, px, py, pz);
+    unsigned char hit[PS_SCAN], bhit[PS_SCAN];
+    int nb = (m + PS_SCAN - 1) / PS_SCAN;
+    const double *bk = tb + 6L * m;
+    for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
+        int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
+        spans(bk, nb, k0, k1, p, bhit);
+        for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
+            int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < m ? f0 + PS_SCAN : m;
+            spans(tb, m, f0, f1, p, hit);
+            for (int f = f0; (f = next_hit(hit, f0, f1, f)) < f1; f++)
+                odd ^= crosses(pos, tri, f, px, py, pz);
+        }
     }
     return odd;
+}
+
+/* Whether the ray from x toward +z surely meets no triangle of the surface whose box at the
+ * pass's start, grown by box[6], is `box`: x is beyond its corners' box in x or y, or above
+ * it, by more than twice `moved` (the most any corner has moved since; and 1e-12 of the box
+ * for the rounding of box - grown) -- then every triangle has its three corners on one side
+ * of x (crosses' first tests) and the parity is 0 without a scan. */
+static inline int clear_of(const double *box, const double *x, double moved)
+{
+    double g = box[6];
+    for (int d = 0; d < 3; d++) {
+        double tol = 2.0 * moved + 1e-12 * ((fabs(box[d]) + fabs(box[3 + d])) + g);
+        if (x[d] > (box[3 + d] - g) + tol) return 1;
+        if (d < 2 && x[d] < (box[d] + g) - tol) return 1;
+    }
+    return 0;
 }
 
 /* The point of triangle (a, b, c) nearest p (Ericson, "Real-Time Collision Detection"
@@ -364,15 +430,10 @@ static int feature_normal(const double *pos, const int32_t *tri, int m, const in
     return 1;
 }
 
-/* Whether box g (lo x, y, z, hi x, y, z) holds p */
-static inline int holds(const double *g, const double *p)
-{
-    return !((p[0] < g[0]) | (p[0] > g[3]) | (p[1] < g[1]) | (p[1] > g[4]) | (p[2] < g[2]) | (p[2] > g[5]));
-}
-
 /* Particle i against body B's surface (see the essay). Returns 1 on contact. */
-static int face_contact(const Scene *s, int i, int B, double grown)
+static int face_contact(const Scene *s, int i, int B, const double *bbox)
 {
+    double grown = bbox[6];
     int o_i = s->owner[i];
     if (o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B], s->member_count[B], i)))
         return 0; /* a surface meets its own particles as particle pairs */
@@ -383,7 +444,7 @@ static int face_contact(const Scene *s, int i, int B, double grown)
     int m = s->outline_count[B] / 3;
     const double *pos = s->pos, *prev = s->prev_pos, *x = pos + 3L * i, *p = prev + 3L * i;
     const double *boxes = s->tbox + 4L * s->outline_start[B];
-    int in = inside(pos, tri, m, x, *s->moved < 0.5 * grown ? boxes : NULL);
+    int in = clear_of(bbox, x, *s->moved) ? 0 : inside(pos, tri, m, x, *s->moved < 0.5 * grown ? boxes : NULL);
     int entry = -1;
     if (in) { /* the triangle nearest the start, of those whose plane i is behind now */
         double best = 0.0, tf[3];
@@ -408,18 +469,24 @@ static int face_contact(const Scene *s, int i, int B, double grown)
     } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
         double best = 0.0, tf[3];
         const double *xs = s->snap + 3L * i;
-        for (int g = 0; g < m; g++) {
-            if (g % PS_CHUNK == 0 && !holds(boxes + 12L * g + 6, xs)) {
-                g += PS_CHUNK - 1; /* the whole run */
-                continue;
-            }
-            if (!holds(boxes + 12L * g, xs)) continue;
-            double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
-                                pos + 3L * tri[3 * g + 2], x, tf);
-            if (f < 0 || d2 < best) {
-                best = d2;
-                f = g;
-                t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
+        unsigned char hit[PS_SCAN], bhit[PS_SCAN];
+        int nb = (m + PS_SCAN - 1) / PS_SCAN;
+        const double *bk = boxes + 6L * m;
+        for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
+            int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
+            holds(bk, nb, k0, k1, xs, bhit);
+            for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
+                int g0 = k * PS_SCAN, g1 = g0 + PS_SCAN < m ? g0 + PS_SCAN : m;
+                holds(boxes, m, g0, g1, xs, hit);
+                for (int g = g0; (g = next_hit(hit, g0, g1, g)) < g1; g++) {
+                    double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
+                                        pos + 3L * tri[3 * g + 2], x, tf);
+                    if (f < 0 || d2 < best) {
+                        best = d2;
+                        f = g;
+                        t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
+                    }
+                }
             }
         }
         if (f < 0) return 0;
@@ -473,6 +540,39 @@ static int pair_contact(const Scene *s, int i, int j)
     double t[3] = {1.0, 0.0, 0.0};
     return resolve(s, i, k, t, n, s->radius[i] + rj, sqrt(mu_of(s, i) * mu_of(s, j)), ei > ej ? ei : ej,
                    oj >= 0 ? oj : PS_SHARED, q);
+}
+
+/* The boxes of surface o[0 .. m) (rows, three a triangle) at the pass's start (snap), each
+ * grown by `grown`, and its blocks' boxes, in tb (see `spans`) */
+static void make_boxes(const double *snap, const int32_t *o, int m, double grown, double *tb)
+{
+    int mt = m / 3;
+    for (int f = 0; f < mt; f++) {
+        for (int d = 0; d < 3; d++) {
+            double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
+                   c = snap[3L * o[3 * f + 2] + d];
+            double l = a < bb ? a : bb, u = a > bb ? a : bb;
+            l = c < l ? c : l;
+            u = c > u ? c : u;
+            tb[d * (long)mt + f] = l - grown;
+            tb[(3 + d) * (long)mt + f] = u + grown;
+        }
+    }
+    int nbk = (mt + PS_SCAN - 1) / PS_SCAN;
+    for (int k = 0; k < nbk; k++) {
+        int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < mt ? f0 + PS_SCAN : mt;
+        for (int d = 0; d < 6; d++) {
+            const double *v = tb + d * (long)mt;
+            double e = v[f0];
+            int nan = 0;
+            for (int f = f0; f < f1; f++) {
+                double c = v[f];
+                nan |= c != c;
+                if (d < 3 ? c < e : c > e) e = c;
+            }
+            tb[6L * mt + d * (long)nbk + k] = nan ? (d < 3 ? -INFINITY : INFINITY) : e;
+        }
+    }
 }
 
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
@@ -567,7 +667,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         double *box = aabb + PS_BOX * (long)b;
         box[0] = box[1] = box[2] = 1.0;
         box[3] = box[4] = box[5] = -1.0;
-        box[6] = 0.0;
+        box[6] = box[7] = 0.0;
         int m = outline_count[b];
         sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
         if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
@@ -589,23 +689,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         int finite = 1;
         for (int d = 0; d < 3; d++) finite &= isfinite(lo[d] - grown) && isfinite(hi[d] + grown);
         if (!finite) continue; /* a body that blew up (the finish pass reports it) */
-        /* each triangle's box, grown alike, in numbers 0-5 of its 12 in edge; the box of each
-         * run of PS_CHUNK triangles in numbers 6-11 of the run's first */
-        for (int f = 0; 3 * f < m; f++) {
-            double *g = edge + 4L * (outline_start[b] + 3L * f);
-            double *run = edge + 4L * (outline_start[b] + 3L * (f - f % PS_CHUNK)) + 6;
-            for (int d = 0; d < 3; d++) {
-                double a = snap[3L * o[3 * f] + d], bb = snap[3L * o[3 * f + 1] + d],
-                       c = snap[3L * o[3 * f + 2] + d];
-                double l = a < bb ? a : bb, u = a > bb ? a : bb;
-                l = c < l ? c : l;
-                u = c > u ? c : u;
-                g[d] = l - grown;
-                g[3 + d] = u + grown;
-                if (f % PS_CHUNK == 0 || g[d] < run[d]) run[d] = g[d];
-                if (f % PS_CHUNK == 0 || g[3 + d] > run[3 + d]) run[3 + d] = g[3 + d];
-            }
-        }
+        box[7] = 0.0; /* its triangles' boxes: made when a particle first meets its box */
         for (int d = 0; d < 3; d++) {
             box[d] = lo[d] - grown;
             box[3 + d] = hi[d] + grown;
@@ -702,11 +786,17 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 const double *xs = snap + 3L * i;
                 const int32_t *list = fat_body + fat_first[i];
                 for (int q = 0; q < fat_count[i]; q++) {
-                    const double *box = aabb + PS_BOX * (long)list[q];
+                    int b = list[q];
+                    double *box = aabb + PS_BOX * (long)b;
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
                         | (xs[2] < box[2]) | (xs[2] > box[5]))
                         continue;
-                    contacts += face_contact(&s, i, list[q], box[6]);
+                    if (box[7] == 0.0) {
+                        make_boxes(snap, outline + outline_start[b], outline_count[b], box[6],
+                                   edge + 4L * outline_start[b]);
+                        box[7] = 1.0;
+                    }
+                    contacts += face_contact(&s, i, list[q], box);
                 }
             }
             i0 = i1;
