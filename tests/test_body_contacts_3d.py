@@ -322,3 +322,26 @@ def test_bodies_meet_again_after_a_settle_only_with_a_self_colliding_body() -> N
     for _ in range(30):
         w.step()
     assert settle.runs > 0 and again.runs == 0
+
+
+def test_many_particles_pushing_one_face_move_its_corners_no_farther_than_one_push() -> None:
+    """60 free particles (radius 5 mm, 10 g) at rest just inside the top face of a 0.4 m
+    cube of one cell (8 particles, 1 kg), in zero gravity, one substep of 1/60 s: each contact
+    may push an overlap met at rest by 1 m/s x h, and the face's corners, pushed by all 60,
+    move no farther than that either (to rounding); no particle leaves faster than 1 m/s,
+    and the total momentum stays zero (to 1e-15 kg m/s)."""
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), particle_collisions=True, substeps=1)
+    build.cube(w, center=(0.0, 0.0, 0.0), size=0.4, cells=1, model="springs")
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(-0.15, 0.15, (60, 3))
+    pts[:, 1] = rng.uniform(0.15, 0.18, 60)
+    w.add_particles(pts, radii=0.005, masses=0.01)
+    before = w.positions.copy()
+    w.step()
+    h = w.dt
+    moved = np.linalg.norm(w.positions - before, axis=1)
+    assert moved[:8].max() > 0.5 * h  # the corners were pushed
+    assert moved.max() <= h * (1.0 + 1e-9)
+    assert np.linalg.norm(w.velocities, axis=1).max() <= 1.0 + 1e-9
+    m = w.store.particles.view("mass")
+    assert np.abs((m[:, None] * w.velocities).sum(axis=0)).max() < 1e-15
