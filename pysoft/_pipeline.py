@@ -225,6 +225,7 @@ class Pipeline:
         # moved particles (``moved``): the particles against the colliders again
         self.resettle: list[SubstepTerm] = []
         self.moved = False
+        self.settled = False  # whether a settle term solved in the running substep
         self.mover: Any = None  # in a frame run in one call: the op whose result means "moved"
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
@@ -323,14 +324,16 @@ class Collide(Stage):
     friction); then bodies against bodies; then the settle terms (the constraints solved
     again around the particles colliders hold; rolling resistance) and, if the edges' contacts
     or the settle moved particles, the particles against the colliders once more: what they
-    moved is kept out (an edge pushed off a corner, or a constraint pulled, into a collider)."""
+    moved is kept out (an edge pushed off a corner, or a constraint pulled, into a collider);
+    and, after a settle in a 3D world with a self-colliding body, bodies against bodies once
+    more (the settle pulled a cloth's folds back into each other)."""
 
     name = "collide"
     default_priority = Priority.COLLIDE
 
     def process(self, h: float) -> None:
         p = self.pipeline
-        p.moved = False
+        p.moved = p.settled = False
         for term in p.collide:
             term.run(h)
         for term in p.settle:

@@ -383,8 +383,11 @@ def test_3d_keys_spawn_3d_bodies() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="3D bodies spawned into each other at one point (a cube and a "
-                   "ball of springs) blow up within 3 frames: each contact's push is capped, but many "
-                   "particles of one body push the same triangles' corners in a substep")
+                   "ball of springs) blow up within 3 frames (InstabilityError, the sandbox pauses): "
+                   "no particle is pushed farther in a substep than one contact may push it, but the "
+                   "ball's particles inside the cube leave through its different faces, and the torn, "
+                   "crumpled spring ball is itself unstable (jittered by 3 cm, it blows up with no "
+                   "contact at all)")
 def test_3d_bodies_spawned_into_each_other_come_apart() -> None:
     box = Sandbox("drape3d", (320, 240))
     w = box.world
@@ -393,6 +396,9 @@ def test_3d_bodies_spawned_into_each_other_come_apart() -> None:
     try:
         for _ in range(10):
             box.frame()
-        assert np.isfinite(w.positions).all()
+        # the sandbox pauses a world that went unstable, often before its positions go
+        # non-finite: both are checked
+        assert box.trouble == "" and not box.paused
+        assert np.isfinite(w.positions).all() and np.isfinite(w.velocities).all()
     finally:
         pygame.quit()

@@ -31,13 +31,17 @@
  *                   excepted), with a hash of 3 x 3 x 3 cells.
  *
  * Self-collision of a 3D surface is by its particles (the particle pairs
- * above): a cloth's particles carry radii of about half their spacing, so a
- * particle pair meets before a triangle of the same sheet can be passed
- * through, and no edge can cross another without one of its ends meeting a
- * particle of the other. Vertex-face against a body's own surface would add
- * the same guard at a triangle's cost per pair; edge-edge tests are needed
- * only when particles are far apart relative to their radii, which the
- * particle pairs do not allow on a self-colliding body.
+ * above): with radii of at least the spacing / (2 sqrt 2) on a square
+ * lattice, a particle pair meets before a particle passes through a cell of
+ * the same sheet, and no edge can cross another without one of its ends
+ * meeting an end of the other. Vertex-face against a body's own surface
+ * would add the same guard at a triangle's cost per pair; edge-edge tests
+ * are needed only when particles are far apart relative to their radii, and
+ * are not made (docs/guides/3d.md). A 3D world with a
+ * self-colliding body calls this pass again after a settle solve (the
+ * constraints solved again after the collide pass, constraints.c), which
+ * knows nothing of these contacts and pulled a cloth's folds back shut
+ * (pysoft/features/contacts.py).
  *
  * A contact of particle i with q = ta x_a + tb x_b + tc x_c (barycentric
  * weights of the triangle's nearest point; a = b = c, ta = 1 for a particle
@@ -49,7 +53,24 @@
  * velocities, restitution, Coulomb friction (static undoing the substep's
  * relative tangential displacement, kinetic bounded by mu dvn), the support
  * rule (a particle resting on a collider is not pushed into it) and the
- * materials' mixing are contacts.c's, component for component.
+ * materials' mixing are contacts.c's, component for component, but for
+ * the limits of a push, which keep a deep overlap (bodies spawned into
+ * each other) from tearing the bodies in a substep:
+ *   - its depth -C is at most reach = came + PS_MAX_PUSHOUT h, where came
+ *     is the substep's approach: the approach speed -vn times h, or the
+ *     relative displacement along -n from the substep's start (prev_pos)
+ *     to the pass's (snap), whichever is more. What the substep brought
+ *     in is undone at once (a cloth's fold that the constraint pass pulled
+ *     shut), an older overlap at PS_MAX_PUSHOUT;
+ *   - the whole contact (every move and impulse, so momentum is still
+ *     kept) is scaled by the largest s in [0, 1] that leaves each particle
+ *     it moves within reach of where it began the pass, or no farther if
+ *     it is farther already (`share`): many particles of one body pushing
+ *     the same triangle's corners move them, together, no more than one;
+ *   - the velocity the push gives (follow = -C/h) brings the relative
+ *     normal velocity to at most PS_MAX_PUSHOUT apart, not vn +
+ *     PS_MAX_PUSHOUT (a particle still inside, already leaving, gains no
+ *     more speed substep after substep).
  *
  * Inside test: the ray from p toward +z crosses triangle (a, b, c) when p's
  * projection on the xy plane is in the triangle's projection and the
@@ -94,6 +115,11 @@ static inline int bucket_of(long cx, long cy, long cz, int nbuckets)
     return (int)((hx ^ hy ^ hz) & (uint64_t)(nbuckets - 1));
 }
 
+static inline double dot3(const double *u, const double *v)
+{
+    return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2];
+}
+
 /* *moved := the most particle i has moved from the pass's start, if more (a NaN counts as
  * infinitely far) */
 static inline void note_move(const Scene *s, int i)
@@ -105,13 +131,40 @@ static inline void note_move(const Scene *s, int i)
     }
 }
 
+/* The share (0 to 1) of a contact's push that keeps each particle it moves within `reach`
+ * of where it began the pass (snap), or, if one is farther already, no farther: i moves
+ * by wi lam n, corner c by -t_c w_c lam n. For each, with a its move so far and d this one,
+ * the largest s with |a + s d| <= max(reach, |a|); the least of them (see the essay). */
+static double share(const Scene *s, int i, const int k[3], const double t[3], double wi,
+                    const double w[3], double lam, const double n[3], double reach)
+{
+    double most = 1.0;
+    for (int c = -1; c < 3; c++) {
+        int r = c < 0 ? i : k[c];
+        double f = c < 0 ? wi * lam : -(t[c] * w[c] * lam);
+        if (!(f != 0.0)) continue;
+        double a[3], d[3];
+        for (int e = 0; e < 3; e++) {
+            a[e] = s->pos[3L * r + e] - s->snap[3L * r + e];
+            d[e] = f * n[e];
+        }
+        double aa = dot3(a, a), ad = dot3(a, d), dd = dot3(d, d), r2 = reach * reach;
+        if (aa > r2) r2 = aa;
+        if ((aa + 2.0 * ad) + dd <= r2) continue;
+        double root = sqrt(ad * ad - dd * (aa - r2)), sh = (root - ad) / dd;
+        if (!(sh < most)) continue;
+        most = sh > 0.0 ? sh : 0.0;
+    }
+    return most;
+}
+
 /* Resolve the contact of particle i with q = ta x_a + tb x_b + tc x_c along unit n at
  * separation sep (see the essay). Returns 1 if they were closer than sep. */
 static int resolve(const Scene *s, int i, const int k[3], const double t[3], const double n[3],
                    double sep, double mu, double e, int report, const double q[3])
 {
     double *x = s->pos + 3L * i, *xk[3], *vk[3], w[3];
-    const double *pk[3];
+    const double *pk[3], *pi = s->prev_pos + 3L * i;
     for (int c = 0; c < 3; c++) {
         xk[c] = s->pos + 3L * k[c];
         vk[c] = s->vel + 3L * k[c];
@@ -136,12 +189,22 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
         vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d]);
         vn = vn + vr[d] * n[d];
     }
-    /* A substep's push is at most what the approach speed plus PS_MAX_PUSHOUT covers in it:
-     * a particle deep inside another body (bodies spawned into each other) comes out over
-     * several substeps, and the springs of both bodies are not torn in one */
-    double cap = (vn < 0.0 ? -vn : 0.0) + PS_MAX_PUSHOUT;
-    if (-C > cap * s->h) C = -cap * s->h;
-    double inv_w = 1.0 / W, lam = -C * inv_w;
+    /* the limits of a push (see the essay): its velocity, to at most PS_MAX_PUSHOUT apart;
+     * its depth, the substep's approach (came) plus PS_MAX_PUSHOUT h; each particle's move */
+    double cap = PS_MAX_PUSHOUT - vn, sn0 = 0.0;
+    if (!(cap > 0.0)) cap = 0.0;
+    const double *si0 = s->snap + 3L * i, *sk[3];
+    for (int c = 0; c < 3; c++) sk[c] = s->snap + 3L * k[c];
+    for (int d = 0; d < 3; d++)
+        sn0 = sn0 + ((si0[d] - pi[d]) - ((t[0] * (sk[0][d] - pk[0][d]) + t[1] * (sk[1][d] - pk[1][d]))
+                                         + t[2] * (sk[2][d] - pk[2][d]))) * n[d];
+    double came = (vn < 0.0 ? -vn : 0.0) * s->h;
+    if (-sn0 > came) came = -sn0;
+    double reach = came + PS_MAX_PUSHOUT * s->h;
+    if (-C > reach) C = -reach;
+    double inv_w = 1.0 / W;
+    C = C * share(s, i, k, t, wi, w, -C * inv_w, n, reach);
+    double lam = -C * inv_w;
     for (int d = 0; d < 3; d++) x[d] = x[d] + wi * lam * n[d];
     for (int c = 0; c < 3; c++)
         for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d];
@@ -151,7 +214,7 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     double dvn = (target > vn + follow ? target : vn + follow) - vn;
     double P = dvn * inv_w, limit = mu * dvn;
     /* the substep's relative tangential displacement */
-    const double *p = s->prev_pos + 3L * i;
+    const double *p = pi;
     double sd[3], vt[3], pt[3], sn = 0.0, st2 = 0.0, vt2 = 0.0;
     for (int d = 0; d < 3; d++) {
         sd[d] = (x[d] - p[d]) - ((t[0] * (xk[0][d] - pk[0][d]) + t[1] * (xk[1][d] - pk[1][d]))
@@ -389,11 +452,6 @@ static inline void normal_of(const double *x, int ia, int ib, int ic, double *ou
     const double *a = x + 3L * ia, *b = x + 3L * ib, *c = x + 3L * ic;
     double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
     cross3(u, v, out);
-}
-
-static inline double dot3(const double *u, const double *v)
-{
-    return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2];
 }
 
 /* The outward normal at the point of triangle k with weights t: the triangle's own inside it;

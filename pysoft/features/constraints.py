@@ -245,7 +245,7 @@ class _SettleTerm:
         mass(P.n, self.bodies.n, self.ctx.dim)
         self.runs += 1
         self.term.sweep(live, h, settle=True)
-        self.ctx.pipeline.moved = True
+        self.ctx.pipeline.moved = self.ctx.pipeline.settled = True
 
 
 class _UntangleTerm:

@@ -96,6 +96,31 @@ class _Scene:
         return float(self.body_restitution[o] if o >= 0 else self.restitution[i])
 
 
+def _share(s: _Scene, i: int, k: list[int], t: Vec, wi: float, w: Vec, lam: float, n: Vec,
+           reach: float) -> float:
+    """The share (0 to 1) of a contact's push that keeps each particle it moves within
+    ``reach`` of where it began the pass, or no farther if it is farther already."""
+    most = 1.0
+    for c in range(-1, 3):
+        r = i if c < 0 else k[c]
+        f = wi * lam if c < 0 else -(t[c] * w[c] * lam)
+        if f == 0.0:
+            continue
+        a = _sub(s.pos[r], s.snap[r])
+        d = [f * n[e] for e in range(3)]
+        aa, ad, dd, r2 = _dot(a, a), _dot(a, d), _dot(d, d), reach * reach
+        if aa > r2:
+            r2 = aa
+        if (aa + 2.0 * ad) + dd <= r2:
+            continue
+        root = _sqrt(ad * ad - dd * (aa - r2))
+        sh = _div(root - ad, dd)
+        if not sh < most:
+            continue
+        most = sh if sh > 0.0 else 0.0
+    return most
+
+
 def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: float, e: float,
              report: int, q: Vec) -> int:
     x = s.pos[i]
@@ -121,10 +146,25 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
     for d in range(3):
         vr[d] = v[d] - ((t[0] * vk[0][d] + t[1] * vk[1][d]) + t[2] * vk[2][d])
         vn = vn + vr[d] * n[d]
-    cap = (-vn if vn < 0.0 else 0.0) + MAX_PUSHOUT  # a substep's push: at most cap h deep
-    if cap * s.h < -C:
-        C = -cap * s.h
+    # a substep's push: at most the substep's approach (speed times h, or the relative
+    # displacement along n since its start) plus MAX_PUSHOUT h
+    cap = MAX_PUSHOUT - vn  # the push's velocity: to at most MAX_PUSHOUT apart
+    if not cap > 0.0:
+        cap = 0.0
+    pi, si0 = s.prev[i], s.snap[i]
+    sk = [s.snap[c] for c in k]
+    sn0 = 0.0
+    for d in range(3):
+        sn0 = sn0 + ((si0[d] - pi[d]) - ((t[0] * (sk[0][d] - pk[0][d]) + t[1] * (sk[1][d] - pk[1][d]))
+                                         + t[2] * (sk[2][d] - pk[2][d]))) * n[d]
+    came = (-vn if vn < 0.0 else 0.0) * s.h
+    if -sn0 > came:
+        came = -sn0
+    reach = came + MAX_PUSHOUT * s.h
+    if reach < -C:
+        C = -reach
     inv_w = 1.0 / W
+    C = C * _share(s, i, k, t, wi, w, -C * inv_w, n, reach)
     lam = -C * inv_w
     for d in range(3):
         x[d] = x[d] + wi * lam * n[d]
@@ -137,7 +177,7 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
     target = (-e * vn if -vn > s.rest_speed else 0.0) if vn < 0.0 else vn
     dvn = (target if target > vn + follow else vn + follow) - vn
     P, limit = dvn * inv_w, mu * dvn
-    p = s.prev[i]
+    p = pi
     sd, vt = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
     sn = st2 = vt2 = 0.0
     for d in range(3):
