@@ -179,6 +179,36 @@ static void shape_match_3d(double *force, const double *pos, const double *vel,
         double det = f.det;
         double k = stiffness[b];
         if (det < 0.0) k = unmirrored(k);
+#if defined(__AVX2__)
+        /* the loop below with the three axes as vector lanes (lane 3 unused; the same
+         * operations lane by lane, so the same bits) */
+        const __m256i xyz = _mm256_set_epi64x(0, -1, -1, -1);
+        const __m256d cv = _mm256_set_pd(0.0, c[2], c[1], c[0]), uv = _mm256_set_pd(0.0, u[2], u[1], u[0]);
+        const __m256d wv = _mm256_set_pd(0.0, w[2], w[1], w[0]);
+        const __m256d w_yzx = _mm256_permute4x64_pd(wv, 0xC9), w_zxy = _mm256_permute4x64_pd(wv, 0xD2);
+        const __m256d R0 = _mm256_set_pd(0.0, R[6], R[3], R[0]), R1 = _mm256_set_pd(0.0, R[7], R[4], R[1]);
+        const __m256d R2 = _mm256_set_pd(0.0, R[8], R[5], R[2]);
+        for (int j = 0; j < m; j++) {
+            long i = idx[j];
+            if (inv_mass[i] == 0.0) continue;
+            const double *qj = q + 3L * j;
+            __m256d x = _mm256_maskload_pd(pos + 3 * i, xyz), v = _mm256_maskload_pd(vel + 3 * i, xyz);
+            __m256d r = _mm256_sub_pd(x, cv);
+            __m256d spin = _mm256_sub_pd(_mm256_mul_pd(w_yzx, _mm256_permute4x64_pd(r, 0xD2)),
+                                         _mm256_mul_pd(w_zxy, _mm256_permute4x64_pd(r, 0xC9)));
+            __m256d target = _mm256_add_pd(
+                cv, _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(R0, _mm256_set1_pd(qj[0])),
+                                                _mm256_mul_pd(R1, _mm256_set1_pd(qj[1]))),
+                                  _mm256_mul_pd(R2, _mm256_set1_pd(qj[2]))));
+            __m256d mk = _mm256_set1_pd(mass[i] * k), md = _mm256_set1_pd(mass[i] * damping[b]);
+            __m256d add = _mm256_add_pd(_mm256_mul_pd(mk, _mm256_sub_pd(target, x)),
+                                        _mm256_mul_pd(md, _mm256_sub_pd(_mm256_add_pd(uv, spin), v)));
+            double out[4];
+            _mm256_storeu_pd(out, add);
+            for (int a = 0; a < 3; a++) force[3 * i + a] += out[a];
+        }
+        continue;
+#endif
         for (int j = 0; j < m; j++) {
             long i = idx[j];
             if (inv_mass[i] == 0.0) continue;

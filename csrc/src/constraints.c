@@ -132,9 +132,15 @@
  * The x86-64-v3 build solves a batch's distance constraints (2D and 3D) and
  * tetrahedra four at a time (AVX2), with the scalar solve's operations in its order, so
  * the same bits (the pinned hashes hold on both builds): one constraint's square root and
- * chain of divisions wait on each other, four of them overlap.
+ * chain of divisions wait on each other, four of them overlap. In 3D the four lanes'
+ * corrections are applied as vectors and stored back row by row (applied lane by lane in
+ * scalar code, they took most of a tetrahedron's time), and on a CPU with AVX-512 the same
+ * functions compiled for AVX-512VL run instead (constraints_avx.h: its masked stores write
+ * a row's three doubles at once; PYSOFT_AVX512=0 in the environment keeps the AVX2 ones).
+ * The untangle pass's test of the tetrahedra runs four at a time there too.
  */
 #include <math.h>
+#include <stdlib.h>
 #include "internal.h"
 
 /* The share f of a distance correction's change du of the ends' relative velocity u (along
@@ -325,84 +331,117 @@ static int distance_batch_2d_avx(double *pos, double *vel, double *withheld, dou
 #endif
 
 #if defined(__AVX2__)
-/* The x86-64-v3 build in 3D: four constraints of one batch at a time, distance_3d's arithmetic
- * in its order lane by lane (so the same bits); the corrections are applied lane by lane. */
+/* The x86-64-v3 build in 3D: constraints_avx.h's four-at-a-time distance and tetrahedron
+ * solves, as AVX2 functions and, where the compiler can target AVX-512, as AVX-512VL ones chosen
+ * at run time (wide()): the same operations, so the same bits. */
+/* x, y, z of four lanes back to their rows r[0..3] of a 3-column array (three_rows4's inverse) */
+#define PS_ROWS4_SHUFFLE(x, y, z)                                                              \
+    __m256d t0 = _mm256_unpacklo_pd(x, y), t1 = _mm256_unpackhi_pd(x, y);                      \
+    __m256d zl = _mm256_unpacklo_pd(z, z), zh = _mm256_unpackhi_pd(z, z);                      \
+    __m256d r0 = _mm256_permute2f128_pd(t0, zl, 0x20), r1 = _mm256_permute2f128_pd(t1, zh, 0x20); \
+    __m256d r2 = _mm256_permute2f128_pd(t0, zl, 0x31), r3 = _mm256_permute2f128_pd(t1, zh, 0x31)
+
+PS_INLINE void store_rows4_avx2(double *p, const long r[4], __m256d x, __m256d y, __m256d z)
+{
+    PS_ROWS4_SHUFFLE(x, y, z);
+    const __m256d row[4] = {r0, r1, r2, r3};
+    for (int e = 0; e < 4; e++) {
+        _mm_storeu_pd(p + 3 * r[e], _mm256_castpd256_pd128(row[e]));
+        _mm_store_sd(p + 3 * r[e] + 2, _mm256_extractf128_pd(row[e], 1));
+    }
+}
+
+#define PS_WIDE(name) name##_avx2
+#define PS_WIDE_TARGET
+#define PS_LOAD_ROWS three_rows4
+#define PS_STORE_ROWS store_rows4_avx2
+#include "constraints_avx.h"
+#undef PS_WIDE
+#undef PS_WIDE_TARGET
+#undef PS_LOAD_ROWS
+#undef PS_STORE_ROWS
+
+#if defined(__GNUC__) && defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 8)
+#define PS_HAVE_AVX512 1
+#define PS_AVX512 __attribute__((target("avx512f,avx512vl")))
+/* three_rows4 with AVX-512's masked loads */
+PS_INLINE PS_AVX512 void load_rows4_avx512(const double *p, const long r[4], __m256d *x, __m256d *y,
+                                           __m256d *z)
+{
+    __m256d r0 = _mm256_maskz_loadu_pd(7, p + 3 * r[0]), r1 = _mm256_maskz_loadu_pd(7, p + 3 * r[1]);
+    __m256d r2 = _mm256_maskz_loadu_pd(7, p + 3 * r[2]), r3 = _mm256_maskz_loadu_pd(7, p + 3 * r[3]);
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    *x = _mm256_permute2f128_pd(t0, t2, 0x20);
+    *y = _mm256_permute2f128_pd(t1, t3, 0x20);
+    *z = _mm256_permute2f128_pd(t0, t2, 0x31);
+}
+
+PS_INLINE PS_AVX512 void store_rows4_avx512(double *p, const long r[4], __m256d x, __m256d y,
+                                            __m256d z)
+{
+    PS_ROWS4_SHUFFLE(x, y, z);
+    _mm256_mask_storeu_pd(p + 3 * r[0], 7, r0);  /* a row's three doubles, nothing past it */
+    _mm256_mask_storeu_pd(p + 3 * r[1], 7, r1);
+    _mm256_mask_storeu_pd(p + 3 * r[2], 7, r2);
+    _mm256_mask_storeu_pd(p + 3 * r[3], 7, r3);
+}
+
+#define PS_WIDE(name) name##_avx512
+#define PS_WIDE_TARGET PS_AVX512
+#define PS_LOAD_ROWS load_rows4_avx512
+#define PS_STORE_ROWS store_rows4_avx512
+#include "constraints_avx.h"
+#undef PS_WIDE
+#undef PS_WIDE_TARGET
+#undef PS_LOAD_ROWS
+#undef PS_STORE_ROWS
+#endif
+
+/* Whether to take the AVX-512VL functions: this CPU (and its OS) has AVX-512F and VL, and the
+ * environment does not say PYSOFT_AVX512=0 (which has the AVX2 ones tested on such a CPU). */
+static int wide(void)
+{
+#if defined(PS_HAVE_AVX512)
+    const char *off = getenv("PYSOFT_AVX512");
+    if (off && off[0] == '0' && off[1] == '\0') return 0;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
 static int distance_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
                                  const double *inv_mass, const int32_t *pairs,
                                  const double *rest_length, const double *compliance,
-                                 const int32_t *order, int t, int stop, double inv_h_, double hh_)
+                                 const int32_t *order, int t, int stop, double inv_h, double hh,
+                                 int use_wide)
 {
-    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
-    const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), sign = _mm256_set1_pd(-0.0);
-    const __m256d cap = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED);
-    const __m256d inv_h = _mm256_set1_pd(inv_h_), hh = _mm256_set1_pd(hh_);
-    for (; t + 4 <= stop; t += 4) {
-        int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
-        long a[4], b[4];
-        for (int e = 0; e < 4; e++) a[e] = pairs[2 * j[e]], b[e] = pairs[2 * j[e] + 1];
-        __m256d wa = _mm256_set_pd(inv_mass[a[3]], inv_mass[a[2]], inv_mass[a[1]], inv_mass[a[0]]);
-        __m256d wb = _mm256_set_pd(inv_mass[b[3]], inv_mass[b[2]], inv_mass[b[1]], inv_mass[b[0]]);
-        __m256d w = _mm256_add_pd(wa, wb);
-        __m256d xa[3], xb[3], va[3], vb[3], d[3], g[3];
-        three_rows4(pos, a, &xa[0], &xa[1], &xa[2]);
-        three_rows4(pos, b, &xb[0], &xb[1], &xb[2]);
-        three_rows4(vel, a, &va[0], &va[1], &va[2]);
-        three_rows4(vel, b, &vb[0], &vb[1], &vb[2]);
-        for (int c = 0; c < 3; c++) d[c] = _mm256_sub_pd(xb[c], xa[c]);
-        __m256d len2 = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(d[0], d[0])),
-                                                   _mm256_mul_pd(d[1], d[1])),
-                                     _mm256_mul_pd(d[2], d[2]));
-        __m256d len = _mm256_sqrt_pd(len2);
-        __m256d live = _mm256_and_pd(_mm256_cmp_pd(w, zero, _CMP_NEQ_UQ),
-                                     _mm256_cmp_pd(len, min_length, _CMP_GT_OQ));
-        __m256d il = _mm256_div_pd(one, len);
-        for (int c = 0; c < 3; c++) g[c] = _mm256_mul_pd(d[c], il);
-        __m256d rest = _mm256_set_pd(rest_length[j[3]], rest_length[j[2]], rest_length[j[1]],
-                                     rest_length[j[0]]);
-        __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
-                                     compliance[j[0]]);
-        __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
-        __m256d at = _mm256_div_pd(comp, hh);
-        __m256d sv = _mm256_div_pd(_mm256_sub_pd(_mm256_xor_pd(_mm256_sub_pd(len, rest), sign),
-                                                 _mm256_mul_pd(at, lam)),
-                                   _mm256_add_pd(w, at));
-        __m256d lam_new = _mm256_add_pd(lam, sv);
-        __m256d u = zero;
-        for (int c = 0; c < 3; c++)
-            u = _mm256_add_pd(u, _mm256_mul_pd(_mm256_sub_pd(vb[c], va[c]), g[c]));
-        /* follow(u, w s / h) */
-        __m256d du = _mm256_mul_pd(_mm256_mul_pd(w, sv), inv_h);
-        __m256d abs_u = _mm256_andnot_pd(sign, u), abs_du = _mm256_andnot_pd(sign, du);
-        __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(abs_u, cap),
-                                        _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ));
-        __m256d f = _mm256_blendv_pd(_mm256_div_pd(most, abs_du), one,
-                                     _mm256_cmp_pd(abs_du, most, _CMP_LE_OQ));
-        __m256d sa = _mm256_mul_pd(wa, sv), sb = _mm256_mul_pd(wb, sv);
-        double lv[4], fl[4], ln[4], sal[4], sbl[4], gl[3][4];
-        _mm256_storeu_pd(lv, live);
-        _mm256_storeu_pd(fl, f);
-        _mm256_storeu_pd(ln, lam_new);
-        _mm256_storeu_pd(sal, sa);
-        _mm256_storeu_pd(sbl, sb);
-        for (int c = 0; c < 3; c++) _mm256_storeu_pd(gl[c], g[c]);
-        for (int e = 0; e < 4; e++) {
-            if (lv[e] == 0.0) continue;
-            lambda[j[e]] = ln[e];
-            double *pa = pos + 3 * a[e], *pb = pos + 3 * b[e], *qa = vel + 3 * a[e], *qb = vel + 3 * b[e];
-            for (int c = 0; c < 3; c++) {
-                double da = sal[e] * gl[c][e], db = sbl[e] * gl[c][e];
-                pa[c] = pa[c] - da;
-                pb[c] = pb[c] + db;
-                qa[c] = qa[c] - da * inv_h_ * fl[e];
-                qb[c] = qb[c] + db * inv_h_ * fl[e];
-            }
-            if (fl[e] < 1.0)
-                for (int c = 0; c < 3; c++)
-                    withhold(withheld, a[e] * 3 + c, b[e] * 3 + c, sal[e] * gl[c][e],
-                             sbl[e] * gl[c][e], inv_h_, fl[e]);
-        }
-    }
-    return t;
+#if defined(PS_HAVE_AVX512)
+    if (use_wide)
+        return distance_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
+                                        compliance, order, t, stop, inv_h, hh);
+#endif
+    (void)use_wide;
+    return distance_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
+                                  compliance, order, t, stop, inv_h, hh);
+}
+
+static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
+                               const double *inv_mass, const int32_t *simplices,
+                               const double *rest_volume, const double *compliance,
+                               const int32_t *order, int t, int stop, double inv_h, double hh,
+                               int use_wide)
+{
+#if defined(PS_HAVE_AVX512)
+    if (use_wide)
+        return volume_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                      compliance, order, t, stop, inv_h, hh);
+#endif
+    (void)use_wide;
+    return volume_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                compliance, order, t, stop, inv_h, hh);
 }
 #endif
 
@@ -413,11 +452,15 @@ void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda
 {
     double inv_h = 1.0 / h, hh = h * h;
     if (dim == 3) {
+#if defined(__AVX2__)
+        int use_wide = wide();
+#endif
         for (int bt = 0; bt < nbatch; bt++) {
             int t = batch_start[bt];
 #if defined(__AVX2__)
             t = distance_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
-                                      compliance, order, t, batch_start[bt + 1], inv_h, hh);
+                                      compliance, order, t, batch_start[bt + 1], inv_h, hh,
+                                      use_wide);
 #endif
             for (; t < batch_start[bt + 1]; t++)
                 distance_3d(pos, vel, withheld, lambda, inv_mass, pairs, rest_length, compliance,
@@ -501,98 +544,6 @@ PS_INLINE void volume_tet(double *pos, double *vel, double *withheld, double *la
     }
 }
 
-#if defined(__AVX2__)
-/* The x86-64-v3 build: four tetrahedra of one batch at a time, volume_tet's arithmetic in its
- * order lane by lane (so the same bits), the corrections then applied lane by lane as
- * volume_tet applies them. Returns the first entry it left to the scalar loop. */
-static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
-                               const double *inv_mass, const int32_t *simplices,
-                               const double *rest_volume, const double *compliance,
-                               const int32_t *order, int t, int stop, double inv_h, double hh)
-{
-    const __m256d zero = _mm256_setzero_pd(), sign = _mm256_set1_pd(-0.0);
-    const __m256d six = _mm256_set1_pd(6.0), thirty_six = _mm256_set1_pd(36.0);
-    const __m256d ih2 = _mm256_set1_pd(inv_h * inv_h), hhv = _mm256_set1_pd(hh);
-    for (; t + 4 <= stop; t += 4) {
-        int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
-        const int32_t *s[4];
-        long r[4][4];  /* r[i][lane]: corner i's row */
-        for (int e = 0; e < 4; e++) {
-            s[e] = simplices + 4L * j[e];
-            for (int i = 0; i < 4; i++) r[i][e] = s[e][i];
-        }
-        __m256d p[4][3];
-        for (int i = 0; i < 4; i++) three_rows4(pos, r[i], &p[i][0], &p[i][1], &p[i][2]);
-        __m256d e1[3], e2[3], e3[3], G[4][3];
-        for (int c = 0; c < 3; c++) {
-            e1[c] = _mm256_sub_pd(p[1][c], p[0][c]);
-            e2[c] = _mm256_sub_pd(p[2][c], p[0][c]);
-            e3[c] = _mm256_sub_pd(p[3][c], p[0][c]);
-        }
-#define CROSS(out, u, v)                                                                       \
-    out[0] = _mm256_sub_pd(_mm256_mul_pd(u[1], v[2]), _mm256_mul_pd(u[2], v[1]));              \
-    out[1] = _mm256_sub_pd(_mm256_mul_pd(u[2], v[0]), _mm256_mul_pd(u[0], v[2]));              \
-    out[2] = _mm256_sub_pd(_mm256_mul_pd(u[0], v[1]), _mm256_mul_pd(u[1], v[0]))
-        CROSS(G[1], e2, e3);
-        CROSS(G[2], e3, e1);
-        CROSS(G[3], e1, e2);
-#undef CROSS
-        for (int c = 0; c < 3; c++)
-            G[0][c] = _mm256_xor_pd(_mm256_add_pd(_mm256_add_pd(G[1][c], G[2][c]), G[3][c]), sign);
-        __m256d rest = _mm256_set_pd(rest_volume[j[3]], rest_volume[j[2]], rest_volume[j[1]],
-                                     rest_volume[j[0]]);
-        __m256d vol6 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(e1[0], G[1][0]),
-                                                   _mm256_mul_pd(e1[1], G[1][1])),
-                                     _mm256_mul_pd(e1[2], G[1][2]));
-        __m256d C = _mm256_sub_pd(_mm256_div_pd(vol6, six), rest);
-        __m256d w[4], D = zero, top = zero;
-        for (int i = 0; i < 4; i++) {
-            w[i] = _mm256_set_pd(inv_mass[r[i][3]], inv_mass[r[i][2]], inv_mass[r[i][1]],
-                                 inv_mass[r[i][0]]);
-            __m256d g2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(G[i][0], G[i][0]),
-                                                     _mm256_mul_pd(G[i][1], G[i][1])),
-                                       _mm256_mul_pd(G[i][2], G[i][2]));
-            D = _mm256_add_pd(D, _mm256_mul_pd(w[i], g2));
-            __m256d v = _mm256_mul_pd(_mm256_mul_pd(w[i], w[i]), g2);
-            top = _mm256_blendv_pd(top, v, _mm256_cmp_pd(v, top, _CMP_GT_OQ));
-        }
-        __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
-                                     compliance[j[0]]);
-        __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
-        __m256d at = _mm256_div_pd(comp, hhv);
-        __m256d num = _mm256_mul_pd(six, _mm256_sub_pd(_mm256_xor_pd(C, sign), _mm256_mul_pd(at, lam)));
-        __m256d k = _mm256_div_pd(num, _mm256_add_pd(D, _mm256_mul_pd(thirty_six, at)));
-        __m256d lam_new = _mm256_add_pd(lam, _mm256_mul_pd(six, k));
-        __m256d speed2 = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(k, k), ih2), top);
-        double kk[4], ln[4], sp[4], Dl[4], wl[4][4], Gl[4][3][4];
-        _mm256_storeu_pd(kk, k);
-        _mm256_storeu_pd(ln, lam_new);
-        _mm256_storeu_pd(sp, speed2);
-        _mm256_storeu_pd(Dl, D);
-        for (int i = 0; i < 4; i++) {
-            _mm256_storeu_pd(wl[i], w[i]);
-            for (int c = 0; c < 3; c++) _mm256_storeu_pd(Gl[i][c], G[i][c]);
-        }
-        for (int e = 0; e < 4; e++) {
-            if (!(Dl[e] > 0.0)) continue;
-            lambda[j[e]] = ln[e];
-            double f = sp[e] > PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED
-                       ? PS_MAX_CORRECTION_SPEED / sqrt(sp[e]) : 1.0;
-            for (int i = 0; i < 4; i++) {
-                long q = 3L * r[i][e];
-                double wk = wl[i][e] * kk[e];
-                for (int c = 0; c < 3; c++) {
-                    double dx = wk * Gl[i][c][e];
-                    pos[q + c] = pos[q + c] + dx;
-                    vel[q + c] = vel[q + c] + dx * inv_h * f;
-                    if (f < 1.0) withheld[q + c] = withheld[q + c] + dx * inv_h * (1.0 - f);
-                }
-            }
-        }
-    }
-    return t;
-}
-#endif
 
 void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
@@ -602,11 +553,15 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
     double inv_h = 1.0 / h, hh = h * h;
     int k = dim + 1;
     if (dim == 3) {
+#if defined(__AVX2__)
+        int use_wide = wide();
+#endif
         for (int bt = 0; bt < nbatch; bt++) {
             int t = batch_start[bt];
 #if defined(__AVX2__)
             t = volume_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                    compliance, order, t, batch_start[bt + 1], inv_h, hh);
+                                    compliance, order, t, batch_start[bt + 1], inv_h, hh,
+                                    use_wide);
 #endif
             for (; t < batch_start[bt + 1]; t++)
                 volume_tet(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
@@ -802,6 +757,56 @@ void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_
     }
 }
 
+/* The body that owns all corners of simplex t (its owner, in [0, b)), or -1. */
+PS_INLINE int32_t owned(const int32_t *owner, const int32_t *t, int b, int dim)
+{
+    int32_t o = owner[t[0]];
+    if (o < 0 || o >= b || owner[t[1]] != o || owner[t[2]] != o || (dim == 3 && owner[t[3]] != o))
+        return -1;
+    return o;
+}
+
+#if defined(__AVX2__)
+/* ps_untangle's test of tetrahedra 0 .. m, four at a time: six times each one's volume by the
+ * scalar test's operations in its order (so the same signs), and only for the inside-out ones
+ * the owner test (the scalar loop tests the owners first: the same tets flag the same bodies).
+ * Returns the first tet it left to the scalar loop. */
+static int inverted_tets_avx(int32_t *tangled, const double *pos, const int32_t *owner,
+                             const int32_t *simplices, const double *rest_volume, int m, int b)
+{
+    const __m256d zero = _mm256_setzero_pd();
+    int j = 0;
+    for (; j + 4 <= m; j += 4) {
+        long r[4][4];  /* r[i][lane]: corner i's row */
+        for (int e = 0; e < 4; e++)
+            for (int i = 0; i < 4; i++) r[i][e] = simplices[4L * (j + e) + i];
+        __m256d p[4][3], e1[3], e2[3], e3[3];
+        for (int i = 0; i < 4; i++) three_rows4(pos, r[i], &p[i][0], &p[i][1], &p[i][2]);
+        for (int c = 0; c < 3; c++) {
+            e1[c] = _mm256_sub_pd(p[1][c], p[0][c]);
+            e2[c] = _mm256_sub_pd(p[2][c], p[0][c]);
+            e3[c] = _mm256_sub_pd(p[3][c], p[0][c]);
+        }
+        __m256d cx = _mm256_sub_pd(_mm256_mul_pd(e2[1], e3[2]), _mm256_mul_pd(e2[2], e3[1]));
+        __m256d cy = _mm256_sub_pd(_mm256_mul_pd(e2[2], e3[0]), _mm256_mul_pd(e2[0], e3[2]));
+        __m256d cz = _mm256_sub_pd(_mm256_mul_pd(e2[0], e3[1]), _mm256_mul_pd(e2[1], e3[0]));
+        __m256d twice = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(e1[0], cx), _mm256_mul_pd(e1[1], cy)),
+                                      _mm256_mul_pd(e1[2], cz));
+        __m256d rest = _mm256_loadu_pd(rest_volume + j);
+        __m256d inside_out = _mm256_or_pd(
+            _mm256_and_pd(_mm256_cmp_pd(rest, zero, _CMP_GT_OQ), _mm256_cmp_pd(twice, zero, _CMP_LT_OQ)),
+            _mm256_and_pd(_mm256_cmp_pd(rest, zero, _CMP_LT_OQ), _mm256_cmp_pd(twice, zero, _CMP_GT_OQ)));
+        int flags = _mm256_movemask_pd(inside_out);
+        for (int e = 0; flags; e++, flags >>= 1) {
+            if (!(flags & 1)) continue;
+            int32_t o = owned(owner, simplices + 4L * (j + e), b, 3);
+            if (o >= 0) tangled[o] = 1;
+        }
+    }
+    return j;
+}
+#endif
+
 void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, const double *inv_mass,
                  const double *support, const int32_t *owner, const int32_t *simplices,
                  const double *rest_volume, const int32_t *members, const double *rest,
@@ -812,11 +817,14 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
     if (dim != 2 && dim != 3) return;
     double inv_h = 1.0 / h;
     for (int j = 0; j < b; j++) tangled[j] = 0;
-    for (int j = 0; j < m; j++) {
+    int j0 = 0;
+#if defined(__AVX2__)
+    if (dim == 3) j0 = inverted_tets_avx(tangled, pos, owner, simplices, rest_volume, m, b);
+#endif
+    for (int j = j0; j < m; j++) {
         const int32_t *t = simplices + (long)(dim + 1) * j;
-        int32_t o = owner[t[0]];
-        if (o < 0 || o >= b || owner[t[1]] != o || owner[t[2]] != o || (dim == 3 && owner[t[3]] != o))
-            continue;
+        int32_t o = owned(owner, t, b, dim);
+        if (o < 0) continue;
         double twice;  /* twice the area (2D), six times the volume (3D) */
         if (dim == 2) {
             const double *a = pos + 2L * t[0], *p = pos + 2L * t[1], *c = pos + 2L * t[2];

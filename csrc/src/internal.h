@@ -38,6 +38,10 @@
 
 #include "pysoft.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #if !defined(PS_MIN_LENGTH) || !defined(PS_POLYTOPE) || !defined(PS_CAPSULE) \
     || !defined(PS_EDGE_SLACK) || !defined(PS_EDGE_LEVER) || !defined(PS_SWEEP_SLOP) \
     || !defined(PS_MAX_PUSHOUT_SPEED) \
@@ -234,6 +238,58 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
     ps_fit3 f;
     double *c = f.c, *u = f.u, *w = f.w;
     for (int a = 0; a < 3; a++) c[a] = 0.0, u[a] = 0.0, w[a] = 0.0;
+    double S[3][3] = {{0.0}}, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
+#if defined(__AVX2__)
+    /* the sums below with the three axes as vector lanes (lane 3 unused): each lane does the
+     * scalar loop's operations in its order, so the same bits */
+    const __m256i xyz = _mm256_set_epi64x(0, -1, -1, -1);
+    __m256d cs = _mm256_setzero_pd(), us = _mm256_setzero_pd();
+    for (int j = 0; j < m; j++) {
+        cs = _mm256_add_pd(cs, _mm256_maskload_pd(pos + 3L * idx[j], xyz));
+        us = _mm256_add_pd(us, _mm256_maskload_pd(vel + 3L * idx[j], xyz));
+    }
+    double cu[2][4];
+    _mm256_storeu_pd(cu[0], cs);
+    _mm256_storeu_pd(cu[1], us);
+    for (int a = 0; a < 3; a++) {
+        c[a] = cu[0][a] / m;
+        u[a] = cu[1][a] / m;
+    }
+    const __m256d cv = _mm256_set_pd(0.0, c[2], c[1], c[0]), uv = _mm256_set_pd(0.0, u[2], u[1], u[0]);
+    __m256d Sv[3] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    __m256d Iv[3] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    __m256d Lv = _mm256_setzero_pd();
+    for (int j = 0; j < m; j++) {
+        const double *qj = q + 3L * j;
+        __m256d r = _mm256_sub_pd(_mm256_maskload_pd(pos + 3L * idx[j], xyz), cv);
+        __m256d g = _mm256_sub_pd(_mm256_maskload_pd(vel + 3L * idx[j], xyz), uv);
+        /* (r1 g2 - r2 g1, r2 g0 - r0 g2, r0 g1 - r1 g0) */
+        __m256d r_yzx = _mm256_permute4x64_pd(r, 0xC9), r_zxy = _mm256_permute4x64_pd(r, 0xD2);
+        __m256d g_yzx = _mm256_permute4x64_pd(g, 0xC9), g_zxy = _mm256_permute4x64_pd(g, 0xD2);
+        Lv = _mm256_add_pd(Lv, _mm256_sub_pd(_mm256_mul_pd(r_yzx, g_zxy), _mm256_mul_pd(r_zxy, g_yzx)));
+        double sq[4];
+        _mm256_storeu_pd(sq, _mm256_mul_pd(r, r));
+        double rr = (sq[0] + sq[1]) + sq[2];
+        const __m256d rs[3] = {_mm256_permute4x64_pd(r, 0x00), _mm256_permute4x64_pd(r, 0x55),
+                               _mm256_permute4x64_pd(r, 0xAA)};  /* r[a] in every lane */
+        for (int a = 0; a < 3; a++) {
+            __m256d ra = rs[a];
+            Sv[a] = _mm256_add_pd(Sv[a], _mm256_mul_pd(_mm256_set1_pd(qj[a]), r));
+            __m256d diag = _mm256_set_pd(0.0, a == 2 ? rr : 0.0, a == 1 ? rr : 0.0, a == 0 ? rr : 0.0);
+            Iv[a] = _mm256_add_pd(Iv[a], _mm256_sub_pd(diag, _mm256_mul_pd(ra, r)));
+        }
+    }
+    double out[7][4];
+    for (int a = 0; a < 3; a++) {
+        _mm256_storeu_pd(out[a], Sv[a]);
+        _mm256_storeu_pd(out[3 + a], Iv[a]);
+    }
+    _mm256_storeu_pd(out[6], Lv);
+    for (int a = 0; a < 3; a++) {
+        L[a] = out[6][a];
+        for (int e = 0; e < 3; e++) S[a][e] = out[a][e], I[a][e] = out[3 + a][e];
+    }
+#else
     for (int j = 0; j < m; j++)
         for (int a = 0; a < 3; a++) {
             c[a] = c[a] + pos[3L * idx[j] + a];
@@ -243,7 +299,6 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
         c[a] = c[a] / m;
         u[a] = u[a] / m;
     }
-    double S[3][3] = {{0.0}}, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
     for (int j = 0; j < m; j++) {
         const double *x = pos + 3L * idx[j], *v = vel + 3L * idx[j], *qj = q + 3L * j;
         double r[3] = {x[0] - c[0], x[1] - c[1], x[2] - c[2]};
@@ -257,6 +312,7 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
         for (int a = 0; a < 3; a++)
             for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + ((a == e ? rr : 0.0) - r[a] * r[e]);
     }
+#endif
     ps_best_rotation(f.R, S);
     f.det = S[0][0] * (S[1][1] * S[2][2] - S[1][2] * S[2][1])
             - S[0][1] * (S[1][0] * S[2][2] - S[1][2] * S[2][0])
@@ -278,7 +334,6 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
 }
 
 #if defined(__AVX2__)
-#include <immintrin.h>
 
 /* [p[i], p[i + 1], p[j], p[j + 1]]: two rows of a 2D array (the x86-64-v3 build's kernels) */
 PS_INLINE __m256d two_rows(const double *p, long i, long j)
