@@ -31,6 +31,7 @@ SLOW_TESTS = {
     "test_backends_agree_bitwise_with_edge_contacts",
     "test_moving_colliders_replay_bit_identically_after_restore",
     "test_a_pyramid_of_six_boxes_stands_for_10_s",
+    "test_a_builder_names_the_argument_the_caller_passed", "test_the_3d_solve_gives_its_twins_bits",
 }
 
 
