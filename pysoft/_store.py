@@ -114,10 +114,11 @@ def _reserve(nbytes: int) -> np.ndarray:
 class Clock:
     """The Store-wide change counter that every table of a Store advances."""
 
-    __slots__ = ("fields", "value")
+    __slots__ = ("edits", "fields", "value")
 
     def __init__(self) -> None:
         self.value = 0
+        self.edits = 0  # the tables' edits (Table.edited), all together
         self.fields = 0  # fields placed in the Store's tables so far (see _stagger)
 
 
@@ -152,6 +153,12 @@ class Table:
         self.arrays: dict[str, np.ndarray] = {}
         self.capacity = max_rows
         self._place(_reserve(reservation(fields, max_rows)))
+
+    def edited(self) -> None:
+        """Count a write through a component that a feature counts (``edits``, and the
+        clock's)."""
+        self.edits += 1
+        self.clock.edits += 1
 
     def _place(self, raw: np.ndarray) -> None:
         """Lay the fields out in ``raw`` (the table's reservation)."""

@@ -24,6 +24,8 @@ Python inside the frame) are stepped on the calling thread in list order.
 from __future__ import annotations
 
 import functools
+import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -52,20 +54,31 @@ class StepManyError(RuntimeError):
         self.errors = errors
 
 
-def _checked(worlds: Any) -> list[World]:
-    """The worlds as a list, each a distinct open World (ValueError naming the first that is not)."""
+def _claimed(worlds: Any) -> list[World]:
+    """The worlds as a list, each a distinct open World held for this thread (ValueError naming
+    the first that is not one, ConcurrentUseError for one another thread holds: then none is
+    held). The caller releases them."""
     if isinstance(worlds, (str, bytes)) or not isinstance(worlds, Sequence):
         raise ValueError(f"worlds must be a list of pysoft.World, got {type(worlds).__name__}")
     seen: dict[int, int] = {}
-    for i, w in enumerate(worlds):
-        if not isinstance(w, World):
-            raise ValueError(f"worlds[{i}] is not a pysoft.World: {w!r}")
-        if id(w) in seen:
-            raise ValueError(f"worlds[{i}] is worlds[{seen[id(w)]}]: a world may be listed once")
-        if w._guard.closed:
-            raise ValueError(f"worlds[{i}] was closed")
-        seen[id(w)] = i
-    return list(worlds)
+    held: list[World] = []
+    try:
+        for i, w in enumerate(worlds):
+            if not isinstance(w, World):
+                raise ValueError(f"worlds[{i}] is not a pysoft.World: {w!r}")
+            if id(w) in seen:
+                raise ValueError(f"worlds[{i}] is worlds[{seen[id(w)]}]: a world may be listed once")
+            guard = w._guard
+            if guard.closed:
+                raise ValueError(f"worlds[{i}] was closed")
+            seen[id(w)] = i
+            guard.claim("step_many")
+            held.append(w)
+    except BaseException:
+        for w in held:
+            w._guard.release()
+        raise
+    return held
 
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
@@ -81,15 +94,11 @@ def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> 
     ConcurrentUseError for a world another thread is using. A world whose frame raises (an
     InstabilityError) stops there; the others complete, and then StepManyError says which
     raised what."""
-    listed = _checked(worlds)
     frames = _validate.integer("frames", frames, 0, 2**31 - 1)
     threads = _validate.integer("threads", threads, 1, MAX_THREADS)
-    held: list[World] = []
+    held = _claimed(worlds)
     try:
-        for w in listed:
-            w._guard.claim("step_many")
-            held.append(w)
-        errors = _run(listed, frames, threads)
+        errors = _run(held, frames, threads)
     finally:
         for w in held:
             w._guard.release()
@@ -149,19 +158,52 @@ def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
             del left[i]
 
 
+class _Runners(threading.local):
+    """Each calling thread's ps_runner (made on its first step_many with threads, freed when
+    the thread ends), with the process it was made in: a child forked since has no runner
+    thread, and makes its own."""
+    runner: Any = None
+    pid = -1
+
+
+_RUNNERS = _Runners()  # (per thread: two threads never share a runner)
+
+
+def _runner() -> Any:
+    """This thread's ps_runner (None where the core has no threads)."""
+    mine = _RUNNERS
+    if mine.runner is None or mine.pid != os.getpid():
+        ffi, lib = _native.require()
+        if mine.runner is not None:  # made before a fork: its thread is the parent's
+            ffi.gc(mine.runner, None)
+            mine.runner = None
+        made = lib.ps_runner_new()
+        if made == ffi.NULL:
+            return None
+        mine.runner, mine.pid = ffi.gc(made, lib.ps_runner_free), os.getpid()
+    return mine.runner
+
+
 def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
                     errors: dict[int, BaseException]) -> list[int]:
     """One frame of each world of ``batched`` (indices), CHUNK worlds at a time, their passes
-    on a thread of the C core's own (a ps_runner, with ``threads`` - 1 threads) while this
-    thread begins the next chunk's frames and ends the last one's in Python; returns the
-    worlds whose frame did not run (a world continued from its last frame whose watched
-    values had changed: the caller starts it from Python)."""
-    ffi, lib = _native.require()
-    runner = lib.ps_runner_new()
-    if runner == ffi.NULL:  # (no threads here)
+    on a thread of the C core's own (this thread's ps_runner, with ``threads`` - 1 threads)
+    while this thread begins the next chunk's frames and ends the last one's in Python, then
+    runs what the runner has not taken of that chunk (``ps_runner_wait``); returns the worlds
+    whose frame did not run (a world continued from its last frame whose watched values had
+    changed: the caller starts it from Python)."""
+    runner = _runner()
+    if runner is None:  # (no threads here)
         return batched
+    ffi, lib = _native.require()
     again: list[int] = []
     running: tuple[list[tuple[int, _Pending]], dict[int, int], Any] | None = None
+
+    def end_running() -> None:
+        if running is not None:
+            _ended(running[0], running[1], errors)
+            again.extend(i for i, n in running[1].items() if n > 0)
+
     try:
         for k in range(0, len(batched), CHUNK):
             left = dict.fromkeys(batched[k:k + CHUNK], 1)
@@ -170,16 +212,11 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
             lib.ps_runner_wait(runner)
             if batch:
                 lib.ps_runner_post(runner, array, len(batch), threads - 1)
-            if running is not None:
-                _ended(running[0], running[1], errors)
-                again += [i for i, n in running[1].items() if n > 0]
+            end_running()
             running = (batch, left, array)
-        lib.ps_runner_wait(runner)
-        if running is not None:
-            _ended(running[0], running[1], errors)
-            again += [i for i, n in running[1].items() if n > 0]
     finally:
-        lib.ps_runner_free(runner)  # (after the run it may still have: the arrays are alive)
+        lib.ps_runner_wait(runner)  # (the arrays of its run are alive until it ends)
+    end_running()
     return again
 
 
@@ -274,25 +311,30 @@ class _Pending:
         """After ps_run_worlds: what ``step()`` does after each frame that ran (the frames but
         the last had nothing to do but their time); how many ran (0 when a resumed world's
         watched values had changed: its next start is Python's)."""
-        w, frame = self.world, self.world._frame
+        w, frame, runs = self.world, self.world._frame, self.runs
         assert frame is not None
-        ran = int(self.runs.ran)
+        ran = int(runs.ran)
         if ran < 0:
             frame.resumable = w._stepping = False
             return 0
+        if self.resumed and runs.found < 0 and w._features.repeats():
+            # What _end would do but the time is nothing: its after_frame ran after the last
+            # frame, nothing it reads changed since (resume), and it is the same done once
+            # after several frames as after each (repeats); no error to deliver; the profile
+            # is the same arrays. Nor has finish anything to do: no scan found a particle, no
+            # kernel call is counted (resumed), and the substep is the last one's already
+            pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
+            for _ in range(ran):  # (frame by frame, as step() adds them)
+                t += dt
+            pipeline.time = t
+            w._stepping = False
+            return ran
         try:
             frame.finish(w._settings._substeps)
             pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
             for _ in range(ran - 1):  # (frame by frame, as step() adds them)
                 t += dt
             pipeline.time = t
-            if self.resumed and pipeline.unstable < 0 and w._features.repeats():
-                # What _end would do but the time is nothing: its after_frame ran after the
-                # last frame, nothing it reads changed since (resume), and it is the same
-                # done once after several frames as after each (repeats); no error to deliver;
-                # the profile is the same arrays
-                pipeline.time = t + dt
-                return ran
             error = w._diagnose(self.h, self.systems)
             frame.resumable = frame.resumes and pipeline.unstable < 0
         finally:

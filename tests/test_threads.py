@@ -10,6 +10,7 @@ context is never left changed, and a user's systems see their own world's contex
 from __future__ import annotations
 
 import gc
+import math
 import subprocess
 import sys
 import textwrap
@@ -262,7 +263,11 @@ def changing() -> tuple[pysoft.World, list[Callable[[pysoft.World], Any]]]:
     floor = w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.6)
     ball = build.ball(w, center=(0.0, 0.4), radius=0.2)
     box = build.box(w, center=(0.45, 0.3), size=(0.3, 0.3), cells=(3, 3))
+    tie = w.add_spring(int(w.particles[0]), int(w.particles[-1]), stiffness=5.0)
     saved: list[bytes] = []
+
+    def max_strain(world: pysoft.World, value: float) -> None:
+        world.spring(tie).max_strain = value
 
     def damping(world: pysoft.World, value: float) -> None:
         world.collider(floor).tangential_damping = value
@@ -279,6 +284,8 @@ def changing() -> tuple[pysoft.World, list[Callable[[pysoft.World], Any]]]:
         lambda world: setattr(world.body(ball), "rolling_resistance", 0.4),
         lambda world: setattr(world.body(box), "self_collision", True),
         lambda world: setattr(world, "gravity", (0.5, -9.0)),
+        lambda world: max_strain(world, 1e6),  # (may tear: after_frame after every frame)
+        lambda world: max_strain(world, math.inf),
         lambda world: world.positions.__setitem__((0, 0), world.positions[0, 0] + 0.01),
         lambda world: saved.append(world.snapshot()),
         lambda world: world.add_particle((1.0, 1.0)),
@@ -372,6 +379,81 @@ def test_step_many_overlaps_python_and_c_on_two_threads_bit_for_bit() -> None:
     assert raised > 0  # (the world that raises did, in some of the calls)
     resumed = many._frame
     assert resumed is not None and resumed.resumable
+
+
+def _threads_of_this_process() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
+def test_step_many_keeps_one_runner_per_calling_thread_and_frees_it_when_the_thread_ends() -> None:
+    """A calling thread's step_many calls with threads share one runner thread of the core's
+    (made on the first), and it ends with the calling thread."""
+    from pysoft.many import CHUNK
+
+    def stepped() -> None:
+        worlds = [mixed(i % 2) for i in range(CHUNK + 1)]
+        for _ in range(3):
+            pysoft.step_many(worlds, 1, threads=2)
+        during.append(_threads_of_this_process())
+
+    gc.collect()
+    before, during = _threads_of_this_process(), []
+    for _ in range(3):
+        t = threading.Thread(target=stepped)
+        t.start()
+        t.join()
+        gc.collect()
+    # the calling thread and its runner while it ran (a pool's workers, made once, may stay)
+    assert min(during) >= before + 2
+    assert _threads_of_this_process() <= max(during) - 2
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_steps_many_worlds_with_threads_after_its_parent_did() -> None:
+    """A runner made before a fork belongs to the parent (its thread is not in the child):
+    the child makes its own, and gets what the parent gets."""
+    code = textwrap.dedent("""
+        import os, signal
+        import pysoft
+        from pysoft import build
+
+        def worlds():
+            out = []
+            for i in range(40):
+                w = pysoft.World()
+                w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
+                build.box(w, center=(0.01 * i, 0.5), size=(0.3, 0.3), cells=(3, 3))
+                out.append(w)
+            return out
+
+        parent = worlds()
+        pysoft.step_many(parent, 1, threads=2)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)  # (a child that hangs ends)
+            child = worlds()
+            pysoft.step_many(child, 1, threads=2)
+            pysoft.step_many(child, 5, threads=2)
+            pysoft.step_many(child, 1, threads=2)
+            os.write(write, repr([w.positions.tolist() for w in child]).encode())
+            os._exit(0)
+        os.close(write)
+        got = b""
+        while chunk := os.read(read, 1 << 20):
+            got += chunk
+        os.waitpid(pid, 0)
+        mine = worlds()
+        for frames in (1, 5, 1):
+            pysoft.step_many(mine, frames, threads=2)
+        assert got.decode() == repr([w.positions.tolist() for w in mine])
+        print("same")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr
+
 
 def blows_up(backend: str = "c") -> pysoft.World:
     """A world whose spring is far too stiff for its substep: unstable within a few frames."""

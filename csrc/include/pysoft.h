@@ -202,7 +202,8 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
  * before it too), provided each of the `nwatch` regions `watch[k].to` still holds the bytes
  * of its `source` (what the frame's start read when the calls were made); if one does not,
  * nothing runs and `ran` is -1. Each world runs on one thread; ps_run_worlds hands the
- * worlds to up to `threads`. */
+ * worlds to up to `threads`, and starts fetching the next world's ops and arrays into the
+ * caches while one runs (a small world's frame costs about as much as fetching them). */
 typedef struct {
     void *to;
     const void *source;
@@ -215,14 +216,16 @@ typedef struct {
     double *seconds;
     ps_copy *between, *watch;
     int nbetween, nwatch, resume, scan, frames, ran;
+    int64_t found;  /* after the run: what the scan op returned in the last frame run (-1: none) */
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);
 /* frame.c: a thread of its own that runs ps_run_worlds while the caller goes on (step_many's
  * Python work on one list of worlds overlaps the frames of the next). ps_runner_new starts
  * it (NULL where there are no threads, or starting one failed); ps_runner_post hands it
- * (worlds, count, threads) and returns at once; ps_runner_wait returns when that run is
- * done (at once if none was posted); ps_runner_free waits, stops and frees it. One run posted
- * at a time; a runner belongs to the caller that made it (nothing in it is shared). */
+ * (worlds, count, threads) and returns at once; ps_runner_wait runs the worlds of that run
+ * that no thread has taken yet on the calling thread, and returns when the run is done (at
+ * once if none was posted); ps_runner_free waits, stops and frees it. One run posted at a
+ * time; a runner belongs to the caller that made it (nothing in it is shared). */
 typedef struct ps_runner ps_runner;
 ps_runner *ps_runner_new(void);
 void ps_runner_post(ps_runner *runner, ps_world **worlds, int count, int threads);

@@ -201,6 +201,26 @@ static void run_world(ps_world *w)
         w->ran = f + 1;
         if (w->scan >= 0 && w->ops[w->scan]->result >= 0) break;
     }
+    w->found = w->scan >= 0 && w->ran > 0 ? w->ops[w->scan]->result : -1;
+}
+
+#define PS_PREFETCH_BYTES 4096  /* the most of one array fetched ahead */
+
+/* Start fetching a world's ops and the first bytes of their arrays into the caches (the
+ * rows an op treats, where it says how many; a few lines of the others). */
+static void prefetch_world(const ps_world *w)
+{
+    for (int k = 0; k < w->nops; k++)
+        for (size_t b = 0; b < sizeof(ps_op); b += 64) __builtin_prefetch((const char *)w->ops[k] + b);
+    for (int k = 0; k < w->nops; k++) {
+        const ps_op *op = w->ops[k];
+        for (int a = 0; a < 48; a++) {
+            if (!op->p[a]) continue;
+            int64_t bytes = op->row_bytes[a] ? op->row_bytes[a] * op->i[op->rows_slot] : 256;
+            if (bytes > PS_PREFETCH_BYTES) bytes = PS_PREFETCH_BYTES;
+            for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch((const char *)op->p[a] + b);
+        }
+    }
 }
 
 typedef struct {
@@ -222,14 +242,20 @@ static void worlds_part(void *args, int part, int parts)
         int k = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED);
 #endif
         if (k >= t->count) break;
+        if (k + 1 < t->count) prefetch_world(t->worlds[k + 1]);
         run_world(t->worlds[k]);
     }
+}
+
+static void run_task(WorldsTask *t, int threads)
+{
+    ps_pool_run(worlds_part, t, threads < t->count ? threads : t->count);
 }
 
 void ps_run_worlds(ps_world **worlds, int count, int threads)
 {
     WorldsTask t = {worlds, count, 0};
-    ps_pool_run(worlds_part, &t, threads < count ? threads : count);
+    run_task(&t, threads);
 }
 
 /* The runner (pysoft.h): a thread that takes one posted run at a time. Between runs it polls
@@ -258,8 +284,8 @@ struct ps_runner {
     pthread_mutex_t lock;
     pthread_cond_t wake;  /* the state changed */
     int state;
-    ps_world **worlds;
-    int count, threads;
+    WorldsTask task;  /* the posted run: its worlds, taken one at a time by any thread */
+    int threads;
 };
 
 static void runner_pause(void)
@@ -297,10 +323,9 @@ static void *runner_main(void *arg)
     for (;;) {
         int state = runner_await(r, RUNNER_IDLE, RUNNER_DONE);
         if (state == RUNNER_QUIT) break;
-        ps_world **worlds = r->worlds;
-        int count = r->count, threads = r->threads;
+        int threads = r->threads;
         pthread_mutex_unlock(&r->lock);
-        ps_run_worlds(worlds, count, threads);
+        run_task(&r->task, threads);
         pthread_mutex_lock(&r->lock);
         runner_set(r, RUNNER_DONE);
     }
@@ -327,7 +352,12 @@ ps_runner *ps_runner_new(void)
 void ps_runner_wait(ps_runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    if (r->state == RUNNER_POSTED) runner_await(r, RUNNER_POSTED, RUNNER_POSTED);
+    if (r->state == RUNNER_POSTED) {
+        pthread_mutex_unlock(&r->lock);
+        worlds_part(&r->task, 0, 1);  /* the worlds no thread has taken yet, here */
+        pthread_mutex_lock(&r->lock);
+        runner_await(r, RUNNER_POSTED, RUNNER_POSTED);
+    }
     if (r->state == RUNNER_DONE) __atomic_store_n(&r->state, RUNNER_IDLE, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&r->lock);
 }
@@ -336,7 +366,7 @@ void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
 {
     ps_runner_wait(r);  /* one run at a time */
     pthread_mutex_lock(&r->lock);
-    r->worlds = worlds, r->count = count, r->threads = threads;
+    r->task.worlds = worlds, r->task.count = count, r->task.next = 0, r->threads = threads;
     runner_set(r, RUNNER_POSTED);
     pthread_mutex_unlock(&r->lock);
 }

@@ -48,6 +48,9 @@ class Features:
         # may need it done after every frame (Feature.repeats)
         self.after = [f for f in self.all if type(f).after_frame is not Feature.after_frame]
         self.checked = [f for f in self.all if type(f).repeats is not Feature.repeats]
+        # what repeats() said, and the Store's (rows, edits) it said it for: a feature's answer
+        # changes only with its tables' rows or counted edits
+        self._repeats: tuple[int, int, bool] = (-1, -1, False)
         self.owner: dict[type[RowView], Feature] = {k: f for f in self.all for k in f.kinds}
 
     def __iter__(self) -> Iterator[Feature]:
@@ -118,8 +121,10 @@ class Features:
     def repeats(self) -> bool:
         """Whether ``after_frame`` is the same done once after several frames as after each
         (``Feature.repeats`` of every feature)."""
-        # a loop, not all() over a generator: asked after every frame step_many continues
-        for f in self.checked:  # noqa: SIM110
-            if not f.repeats():
-                return False
-        return True
+        clock = self.ctx.store.clock
+        rows, edits, said = self._repeats
+        if rows == clock.value and edits == clock.edits:
+            return said
+        said = all(f.repeats() for f in self.checked)
+        self._repeats = (clock.value, clock.edits, said)
+        return said

@@ -67,7 +67,7 @@ class _MaxStrain(Column):
 
     def __set__(self, view: RowView, value: Any) -> None:
         view.table.arrays[self.field][view.row] = max_strain_rows(value, 1)[0]
-        view.table.edits += 1
+        view.table.edited()
 
 
 class Spring(Pair):
@@ -308,7 +308,7 @@ class Springs(Feature):
         length[rows] = table.arrays["rest_length"][rows]
         table.arrays["activation"][rows] = start
         table.arrays["rest_length"][rows] = length[rows] * start
-        table.edits += 1
+        table.edited()
         return muscles
 
     def _any_muscle(self) -> bool:
