@@ -38,6 +38,13 @@ MAX_CORRECTION_SPEED = 3.0
 # An area spring's triangle turned inside out (A < 0) is pushed back harder: its stiffness
 # gains this many times k times the inverted area (zero at A = 0, so the force is continuous)
 INVERSION_GAIN = 2.0
+# A 3D volume spring's pull grows with its tetrahedron's faces (its force is k (V - V0) times
+# the volume's gradient, whose size is a face's area): up to this many times the squared
+# gradient of its rest shape, and no further. A crumpled or jittered lattice of tetrahedra
+# otherwise stiffens past what an explicit substep can carry (a ball of springs jittered by a
+# tenth of its radius blew up in its first frame); at rest and squashed on a floor no
+# tetrahedron comes near it
+VOLUME_STIFFENING = 3.0
 
 # 1/s^2: the least stiffness a shape-matched body is pulled toward its rest shape with while
 # its members fit a mirror image of that shape better than any rotation of it (turned inside
@@ -69,7 +76,8 @@ C_MACROS = {"PS_MIN_LENGTH": MIN_LENGTH, "PS_POLYTOPE": POLYTOPE, "PS_CAPSULE": 
             "PS_EDGE_SLACK": EDGE_SLACK, "PS_EDGE_LEVER": EDGE_LEVER, "PS_SWEEP_SLOP": SWEEP_SLOP,
             "PS_MAX_PUSHOUT_SPEED": MAX_PUSHOUT_SPEED,
             "PS_MAX_CORRECTION_SPEED": MAX_CORRECTION_SPEED,
-            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_UNMIRROR_STIFFNESS": UNMIRROR_STIFFNESS,
+            "PS_INVERSION_GAIN": INVERSION_GAIN, "PS_VOLUME_STIFFENING": VOLUME_STIFFENING,
+            "PS_UNMIRROR_STIFFNESS": UNMIRROR_STIFFNESS,
             "PS_UNMIRROR_GAIN": UNMIRROR_GAIN,
             "PS_JACOBI_SWEEPS": JACOBI_SWEEPS, "PS_CELL_LIMIT": CELL_LIMIT,
             "PS_MAX_THREADS": MAX_THREADS}

@@ -36,7 +36,7 @@ from pysoft.features import Features
 MAGIC = b"PYSOFT\x00S"
 # 2: arrays in feature order (pysoft.features.FEATURES); 3: bodies' rolling_resistance,
 # area springs, grabs; 4: material constraints
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 _HEADER = struct.Struct("<8sII16s")
 
 

@@ -85,8 +85,12 @@ def sample_area_springs(rng: np.random.Generator, n: int, dim: int) -> dict[str,
     tri = np.stack([rng.choice(n, d + 1, replace=False) for _ in range(m)]).astype(np.int32) if m \
         else np.zeros((0, d + 1), np.int32)
     rest = rng.normal(0.0, 0.5, m)
+    # 3D: rest gradients from none (every spring capped to nothing) to above most springs' (some
+    # capped, some not)
+    gradient = rng.uniform(0.0, 2.0, m) * (rng.uniform(0.0, 1.0, m) > 0.1)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "triangles": tri, "rest_area": rest,
-            "stiffness": rng.uniform(0.0, 500.0, m), "damping": rng.uniform(0.0, 5.0, m)}
+            "rest_gradient": gradient, "stiffness": rng.uniform(0.0, 500.0, m),
+            "damping": rng.uniform(0.0, 5.0, m)}
 
 
 def sample_grab(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

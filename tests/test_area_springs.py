@@ -71,8 +71,8 @@ def test_the_forces_sum_to_zero_with_no_torque(backend: str) -> None:
     tri = np.stack([rng.choice(n, 3, replace=False) for _ in range(m)]).astype(np.int32)
     force = np.zeros((n, 2))
     _kernels.call("area_springs", backend, force=force, pos=pos, vel=vel, triangles=tri,
-                  rest_area=rng.normal(0.0, 0.5, m), stiffness=rng.uniform(0, 500, m),
-                  damping=rng.uniform(0, 5, m))
+                  rest_area=rng.normal(0.0, 0.5, m), rest_gradient=np.zeros(m),
+                  stiffness=rng.uniform(0, 500, m), damping=rng.uniform(0, 5, m))
     torque = pos[:, 0] * force[:, 1] - pos[:, 1] * force[:, 0]
     scale = float(np.abs(torque).sum())
     assert np.abs(force.sum(axis=0)).max() <= 1e-12 * float(np.abs(force).sum())
@@ -179,7 +179,7 @@ def test_an_inside_out_triangle_is_pushed_back_harder(backend: str, apex_y: floa
     a0 = BASE * HEIGHT / 2
     _kernels.call("area_springs", backend, force=force, pos=pos, vel=np.zeros((3, 2)),
                   triangles=np.array([[0, 1, 2]], dtype=np.int32), rest_area=np.array([a0]),
-                  stiffness=np.array([K]), damping=np.array([0.0]))
+                  rest_gradient=np.zeros(1), stiffness=np.array([K]), damping=np.array([0.0]))
     area = BASE * apex_y / 2
     s = -K * (area - a0) - (INVERSION_GAIN * K * area if area < 0.0 else 0.0)
     assert abs(float(force[2, 1]) - s * BASE / 2) <= 1e-12 * abs(s * BASE / 2)
@@ -199,3 +199,27 @@ def test_a_mirrored_spring_box_turns_back() -> None:
     for _ in range(180):
         w.step()
     assert abs(pysoft.shapes.signed_area(w.positions[ring]) / built - 1.0) <= 0.1
+
+
+@pytest.mark.parametrize("stretch", [1.0, 1.2, 2.0, 3.0])
+def test_a_volume_spring_stiffens_with_its_faces_up_to_three_times_its_rest_pull(
+        backend: str, stretch: float) -> None:
+    """A unit right tetrahedron stretched by ``stretch`` in every direction: V = stretch^3 V0
+    and each corner's gradient grows as stretch^2, so G = sum |g|^2 = stretch^4 G0. The pull
+    is k (V - V0) g, scaled by 3 G0 / G where G > 3 G0 (stretch > 3^(1/4) = 1.316); the
+    forces sum to zero with no torque either way."""
+    rest = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    v0, k = 1.0 / 6.0, 1000.0
+    g0 = np.array([[-1.0, -1.0, -1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) / 6.0
+    big_g0 = float((g0 * g0).sum())
+    pos = stretch * rest + np.array([0.3, -0.2, 0.1])
+    force = np.zeros((4, 3))
+    _kernels.call("area_springs", backend, force=force, pos=pos, vel=np.zeros((4, 3)),
+                  triangles=np.array([[0, 1, 2, 3]], dtype=np.int32), rest_area=np.array([v0]),
+                  rest_gradient=np.array([big_g0]), stiffness=np.array([k]),
+                  damping=np.array([0.0]))
+    scale = min(1.0, 3.0 / stretch**4)
+    expected = -k * (stretch**3 * v0 - v0) * stretch**2 * g0 * scale
+    assert np.allclose(force, expected, rtol=1e-12, atol=1e-12 * abs(expected).max())
+    assert np.abs(force.sum(axis=0)).max() <= 1e-12 * np.abs(force).sum()
+    assert np.abs(np.cross(pos, force).sum(axis=0)).max() <= 1e-12 * np.abs(np.cross(pos, force)).sum()

@@ -383,6 +383,9 @@ LAYOUT[4] = [*LAYOUT[3][: LAYOUT[3].index("volumes.compliance") + 1], "materials
 # 5: the springs' muscle lengths and activations after their damping
 LAYOUT[5] = [*LAYOUT[4][: LAYOUT[4].index("springs.damping") + 1], "springs.muscle_length",
              "springs.activation", *LAYOUT[4][LAYOUT[4].index("springs.damping") + 1 :]]
+# 6: the area springs' rest gradients (3D volume springs' stiffening cap) after their rest areas
+LAYOUT[6] = [*LAYOUT[5][: LAYOUT[5].index("area_springs.rest_area") + 1], "area_springs.rest_gradient",
+             *LAYOUT[5][LAYOUT[5].index("area_springs.rest_area") + 1 :]]
 
 
 def test_the_snapshot_layout_is_pinned_to_its_format_version() -> None:

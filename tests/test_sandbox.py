@@ -382,23 +382,45 @@ def test_3d_keys_spawn_3d_bodies() -> None:
     pygame.quit()
 
 
-@pytest.mark.xfail(strict=True, reason="3D bodies spawned into each other at one point (a cube and a "
-                   "ball of springs) blow up within 3 frames (InstabilityError, the sandbox pauses): "
-                   "no particle is pushed farther in a substep than one contact may push it, but the "
-                   "ball's particles inside the cube leave through its different faces, and the torn, "
-                   "crumpled spring ball is itself unstable (jittered by 3 cm, it blows up with no "
-                   "contact at all)")
-def test_3d_bodies_spawned_into_each_other_come_apart() -> None:
+def _spawned_into_each_other() -> tuple[Sandbox, dict[int, float]]:
+    """The 3D sandbox with a cube, a ball, a gas ball, a rope and a torus spawned at one point
+    (the cursor's), in the sandbox's model (springs), and each body's built volume."""
     box = Sandbox("drape3d", (320, 240))
-    w = box.world
     for key in (pygame.K_b, pygame.K_c, pygame.K_g, pygame.K_r, pygame.K_p):
         box.handle(_event(pygame.KEYDOWN, key=key, unicode="", mod=0))
+    return box, {b: box.world.body(b).volume for b in box.spawned}
+
+
+def test_3d_bodies_spawned_into_each_other_stay_stable() -> None:
+    """Bodies spawned into each other run 2 s without an instability: the crushed ball of
+    springs, whose volume springs stiffen with their faces up to three times their rest pull,
+    no longer blows up in its first frames."""
+    box, built = _spawned_into_each_other()
+    w = box.world
     try:
-        for _ in range(10):
+        for _ in range(120):
             box.frame()
         # the sandbox pauses a world that went unstable, often before its positions go
         # non-finite: both are checked
         assert box.trouble == "" and not box.paused
         assert np.isfinite(w.positions).all() and np.isfinite(w.velocities).all()
+        assert len([b for b in box.spawned if built[b] > 0.0]) >= 4
+    finally:
+        pygame.quit()
+
+
+@pytest.mark.xfail(strict=True, reason="3D bodies spawned into each other at one point stay "
+                   "entangled: after 4 s the cube, the ball and the gas ball hold 21-29 % of their "
+                   "built volumes, steady (the torus 84 %); particles inside another body are "
+                   "pushed out through whichever of its faces is nearest, which for bodies "
+                   "spawned at one centre need not be the side their own body lies on")
+def test_3d_bodies_spawned_into_each_other_come_apart() -> None:
+    box, built = _spawned_into_each_other()
+    w = box.world
+    try:
+        for _ in range(240):
+            box.frame()
+        for b in [b for b in box.spawned if built[b] > 0.0]:
+            assert w.body(b).volume > 0.8 * built[b], (b, w.body(b).volume / built[b])
     finally:
         pygame.quit()

@@ -44,7 +44,8 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 int m, int dim, int n, int threads);
 void ps_area_springs(double *force, const double *pos, const double *vel,
                      const int32_t *triangles, const double *rest_area,
-                     const double *stiffness, const double *damping, int m, int dim);
+                     const double *rest_gradient, const double *stiffness,
+                     const double *damping, int m, int dim);
 void ps_muscles(double *rest_length, const double *muscle_length, const double *activation,
                 int m, double low, double high);
 

@@ -238,11 +238,14 @@ void ps_springs(double *force, const double *pos, const double *vel,
 
 /* Volume springs (3D area springs): tetrahedron j's signed volume V and its gradient g_i at
  * each corner (ps_simplex), s = -(k (V - V0) + c dV/dt) with dV/dt = sum_i g_i . v_i (corners
- * in order, each x, y, z), and once inside out (V < 0) s -= PS_INVERSION_GAIN k V;
- * F_i += s g_i for the corners in order. */
+ * in order, each x, y, z), and once inside out (V < 0) s -= PS_INVERSION_GAIN k V; where
+ * G = sum_i |g_i|^2 (the same order) exceeds cap = PS_VOLUME_STIFFENING x G0 (G0 its rest
+ * shape's, rest_gradient), s *= cap / G: the spring stiffens with its faces up to the cap
+ * and no further. F_i += s g_i for the corners in order. */
 static void volume_springs(double *force, const double *pos, const double *vel,
                            const int32_t *tets, const double *rest_volume,
-                           const double *stiffness, const double *damping, int m)
+                           const double *rest_gradient, const double *stiffness,
+                           const double *damping, int m)
 {
     for (int j = 0; j < m; j++) {
         const int32_t *t = tets + 4L * j;
@@ -253,6 +256,10 @@ static void volume_springs(double *force, const double *pos, const double *vel,
             for (int c = 0; c < 3; c++) rate = rate + g[i][c] * vel[3L * t[i] + c];
         double s = -(stiffness[j] * (volume - rest_volume[j]) + damping[j] * rate);
         if (volume < 0.0) s = s - PS_INVERSION_GAIN * stiffness[j] * volume;
+        double G = 0.0, cap = PS_VOLUME_STIFFENING * rest_gradient[j];
+        for (int i = 0; i < 4; i++)
+            for (int c = 0; c < 3; c++) G = G + g[i][c] * g[i][c];
+        if (G > cap) s = s * (cap / G);
         for (int i = 0; i < 4; i++)
             for (int c = 0; c < 3; c++) force[3L * t[i] + c] += s * g[i][c];
     }
@@ -260,10 +267,11 @@ static void volume_springs(double *force, const double *pos, const double *vel,
 
 void ps_area_springs(double *force, const double *pos, const double *vel,
                      const int32_t *triangles, const double *rest_area,
-                     const double *stiffness, const double *damping, int m, int dim)
+                     const double *rest_gradient, const double *stiffness,
+                     const double *damping, int m, int dim)
 {
     if (dim == 3) {
-        volume_springs(force, pos, vel, triangles, rest_area, stiffness, damping, m);
+        volume_springs(force, pos, vel, triangles, rest_area, rest_gradient, stiffness, damping, m);
         return;
     }
     for (int j = 0; j < m; j++) {

@@ -49,7 +49,7 @@ register(Kernel("muscles", "springs",
 register(Kernel("area_springs", "springs",
                 (Arg("force", ("n", "dim")), Arg("pos", ("n", "dim")), Arg("vel", ("n", "dim")),
                  Arg("triangles", ("m", "dim+1"), np.int32), Arg("rest_area", ("m",)),
-                 Arg("stiffness", ("m",)), Arg("damping", ("m",))),
+                 Arg("rest_gradient", ("m",)), Arg("stiffness", ("m",)), Arg("damping", ("m",))),
                 ("m", "dim"), (), ("force",), index_args=(("triangles", "n"),)))
 
 
@@ -116,7 +116,8 @@ class _SpringTerm:
             incidence_state=self.incidence_state))
         self.area_calls = PerState(lambda p, v, f: ctx.bind(
             "area_springs", force=a[f], pos=a[p], vel=a[v], triangles=t["triangles"],
-            rest_area=t["rest_area"], stiffness=t["stiffness"], damping=t["damping"]))
+            rest_area=t["rest_area"], rest_gradient=t["rest_gradient"], stiffness=t["stiffness"],
+            damping=t["damping"]))
         self.muscles = ctx.bind("muscles", rest_length=s["rest_length"], muscle_length=s["muscle_length"],
                                 activation=s["activation"])
         self.muscled: Callable[[], bool] = lambda: False  # (the feature's: whether any spring is a muscle)
@@ -154,7 +155,7 @@ class Springs(Feature):
 
     kinds = (Spring, AreaSpring)
     snapshot = (("springs", ("rest_length", "stiffness", "damping", "muscle_length", "activation")),
-                ("area_springs", ("rest_area", "stiffness", "damping")))
+                ("area_springs", ("rest_area", "rest_gradient", "stiffness", "damping")))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -168,7 +169,10 @@ class Springs(Feature):
         }, MAX_SPRINGS)
         self.areas = Links(ctx, "area_springs", ctx.dim + 1, "triangles", {
             "rest_area": Field((), np.float64), "stiffness": Field((), np.float64),
-            "damping": Field((), np.float64)}, MAX_SPRINGS)
+            "damping": Field((), np.float64),
+            # 3D: the sum of the squared volume gradients at the corners, in the shape the
+            # spring was added in (a volume spring stiffens up to VOLUME_STIFFENING times it)
+            "rest_gradient": Field((), np.float64)}, MAX_SPRINGS)
         self.table = self.links.table
         self._tearable, self._counted = False, (-1, -1)  # any finite max_strain, as of (version, writes)
         self._muscled, self._muscles_counted = False, (-1, -1)  # any muscle, as of (version, writes)
@@ -236,14 +240,21 @@ class Springs(Feature):
                          rest_areas: Any = None) -> list[int]:
         """Area springs in bulk over (M, 3) particle entities (2D), or volume springs over
         (M, 4) tetrahedra (3D: the same law on the signed volume; stiffness N/m^5, damping
-        N s/m^5). Returns their entities."""
+        N s/m^5; a volume spring's pull grows with its tetrahedron's faces up to
+        VOLUME_STIFFENING (3) times what it is in the shape it is added in, and no further).
+        Returns their entities."""
         ends, rows = self.areas.resolve("triangles", triangles)
         m = len(ends)
         params = {name: _validate.nonnegative_rows(name, value, m)
                   for name, value in (("stiffness", stiffness), ("damping", damping))}
+        with np.errstate(over="ignore", invalid="ignore"):
+            shape, gradient = _simplex(self.ctx.store.particles.arrays["pos"], rows, self.ctx.dim)
+            size = (gradient * gradient).sum(axis=(1, 2))
+        if self.ctx.dim == 3 and not np.isfinite(size).all():
+            raise ValueError("triangles: a tetrahedron's faces overflow when squared (its particles "
+                             "are too far apart)")
         if rest_areas is None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                rest = _simplex(self.ctx.store.particles.arrays["pos"], rows, self.ctx.dim)[0]
+            rest = shape
             if not np.isfinite(rest).all():
                 raise ValueError("rest_areas: a triangle's area overflows (its particles are too far "
                                  "apart)")
@@ -253,7 +264,8 @@ class Springs(Feature):
                 raise ValueError("rest_areas must be finite")
         table = self.areas.table
         entities = self.areas.add("add_area_springs", lambda: AreaSpring(table), ends, rows,
-                                  rest_area=rest, **params)
+                                  rest_area=rest, rest_gradient=size if self.ctx.dim == 3 else 0.0,
+                                  **params)
         return cast(list[int], entities.tolist())
 
     def area_spring(self, entity: int) -> AreaSpring:

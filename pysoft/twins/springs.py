@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from pysoft._constants import VOLUME_STIFFENING
 from pysoft.twins._common import (
     F64,
     I32,
@@ -121,11 +122,12 @@ def springs(
 
 
 def area_springs(
-    force: F64, pos: F64, vel: F64, triangles: I32, rest_area: F64,
+    force: F64, pos: F64, vel: F64, triangles: I32, rest_area: F64, rest_gradient: F64,
     stiffness: F64, damping: F64, m: int, dim: int,
 ) -> None:
     """Add the force -(k (A - A0) + c dA/dt) dA/dx of each triangle's signed area A to its
-    corners a, then b, then c (3D: each tetrahedron's signed volume, its four corners)."""
+    corners a, then b, then c (3D: each tetrahedron's signed volume, its four corners, the
+    force scaled down where the squared gradient exceeds VOLUME_STIFFENING x its rest one)."""
     t = triangles[:m]
     area, g = _simplex(pos, t, dim)  # (m,) signed areas (volumes), (m, dim + 1, dim) gradients
     v = vel[t.reshape(-1)].reshape(-1, dim + 1, dim)
@@ -135,6 +137,14 @@ def area_springs(
             rate = rate + g[:, corner, axis] * v[:, corner, axis]
     s = -(stiffness[:m] * (area - rest_area[:m]) + damping[:m] * rate)
     s = np.where(area < 0.0, s - INVERSION_GAIN * stiffness[:m] * area, s)
+    if dim == 3:
+        size = np.zeros(len(t))
+        for corner in range(4):
+            for axis in range(3):
+                size = size + g[:, corner, axis] * g[:, corner, axis]
+        cap = VOLUME_STIFFENING * rest_gradient[:m]
+        over = size > cap
+        s = np.where(over, s * np.divide(cap, size, out=np.ones_like(size), where=over), s)
     scatter_add(force, t.reshape(-1), (s[:, None, None] * g).reshape(-1, dim))
 
 
