@@ -381,6 +381,27 @@ def test_step_many_overlaps_python_and_c_on_two_threads_bit_for_bit() -> None:
     assert resumed is not None and resumed.resumable
 
 
+def test_step_many_with_threads_call_after_call_bit_for_bit() -> None:
+    """300 calls of one frame in a row over three groups of worlds (the last a single world):
+    each call's groups are taken by the core's thread and the calling thread in whatever order
+    they come, run after run, and every world still gets what its own step() gives."""
+    from pysoft.many import CHUNK
+
+    def small(i: int) -> pysoft.World:
+        w = pysoft.World()
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+        build.box(w, center=(0.01 * i, 0.4 + 0.03 * i), size=(0.3, 0.3), cells=(2, 2))
+        return w
+
+    count = 2 * CHUNK + 1
+    many, loop = [small(i) for i in range(count)], [small(i) for i in range(count)]
+    for _ in range(300):
+        pysoft.step_many(many, 1, threads=2)
+        for w in loop:
+            w.step()
+    assert [state(w) for w in many] == [state(w) for w in loop]
+
+
 def _threads_of_this_process() -> int:
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))

@@ -225,8 +225,10 @@ void ps_run_worlds(ps_world **worlds, int count, int threads);
  * it (NULL where there are no threads, or starting one failed); ps_runner_post hands it
  * (worlds, count, threads) and returns at once; ps_runner_wait runs the worlds of that run
  * that no thread has taken yet on the calling thread, and returns when the run is done (at
- * once if none was posted); ps_runner_free waits, stops and frees it. One run posted at a
- * time; a runner belongs to the caller that made it (nothing in it is shared). */
+ * once if none was posted), without waiting for the runner's thread to be scheduled when it
+ * took none of them; ps_runner_free waits, stops and frees it. One run posted at a time (a
+ * run of more than 65,535 worlds runs in the post, on the calling thread); a runner belongs to
+ * the caller that made it (nothing in it is shared). */
 typedef struct ps_runner ps_runner;
 ps_runner *ps_runner_new(void);
 void ps_runner_post(ps_runner *runner, ps_world **worlds, int count, int threads);

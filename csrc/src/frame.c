@@ -247,24 +247,23 @@ static void worlds_part(void *args, int part, int parts)
     }
 }
 
-static void run_task(WorldsTask *t, int threads)
-{
-    ps_pool_run(worlds_part, t, threads < t->count ? threads : t->count);
-}
-
 void ps_run_worlds(ps_world **worlds, int count, int threads)
 {
     WorldsTask t = {worlds, count, 0};
-    run_task(&t, threads);
+    ps_pool_run(worlds_part, &t, threads < count ? threads : count);
 }
 
-/* The runner (pysoft.h): a thread that takes one posted run at a time. Between runs it polls
- * for a while (step_many posts the next list within microseconds of the last one's end) and
- * then sleeps; the caller's wait polls too (it holds no lock of Python's while it waits).
- * The state moves IDLE -> POSTED (caller) -> DONE (runner) -> IDLE (caller's wait); QUIT ends
- * the thread. */
+/* The runner (pysoft.h): a thread that takes the worlds of one posted run at a time, as does
+ * the caller's wait (it runs the worlds no thread has taken yet, then waits for those taken).
+ * A world is taken with a ticket, (run << 48) | (count << 32) | next world, moved on by a
+ * compare-and-swap only while it names the taker's run and a world is left, so a thread still
+ * in an older run takes nothing from a newer one; a run is over when its `finished` count
+ * reaches `count`, whether or not the runner's thread was ever scheduled. Between runs the
+ * runner polls for a while (step_many posts the next run within microseconds of the last
+ * one's end) and then sleeps; a wait polls and then sleeps too (it holds no lock of Python's
+ * while it waits). */
 #define PS_RUNNER_SPIN 20000  /* polls before a wait sleeps (some tens of microseconds) */
-enum { RUNNER_IDLE, RUNNER_POSTED, RUNNER_DONE, RUNNER_QUIT };
+#define PS_RUNNER_MAX 0xffff  /* the most worlds in a run (a ticket's count) */
 
 #if defined(_WIN32)
 
@@ -282,10 +281,14 @@ void ps_runner_free(ps_runner *r) { (void)r; }
 struct ps_runner {
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t wake;  /* the state changed */
-    int state;
-    WorldsTask task;  /* the posted run: its worlds, taken one at a time by any thread */
-    int threads;
+    pthread_cond_t wake;  /* a run was posted, or the thread is to end */
+    pthread_cond_t over;  /* the posted run's last world finished */
+    uint64_t posted;      /* runs posted so far */
+    uint64_t ticket;      /* the current run's: see above */
+    ps_world **worlds;    /* the current run's worlds */
+    int count, threads;   /* its worlds (0: none pending), the runner's threads for it */
+    int finished;         /* its worlds finished */
+    int quit;
 };
 
 static void runner_pause(void)
@@ -295,42 +298,77 @@ static void runner_pause(void)
 #endif
 }
 
-/* Wait until the state is none of `not_a` and `not_b` (r->lock held on entry and on return,
- * not while polling); returns it. */
-static int runner_await(ps_runner *r, int not_a, int not_b)
+/* The next world of run `run` (the low 16 bits of its number) for this thread, and the run's
+ * count of worlds in *count; -1 if the ticket is another run's or no world is left. */
+static int runner_next(ps_runner *r, unsigned run, int *count)
 {
-    pthread_mutex_unlock(&r->lock);
-    for (int k = 0; k < PS_RUNNER_SPIN; k++) {
-        int state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
-        if (state != not_a && state != not_b) break;
-        runner_pause();
+    uint64_t t = __atomic_load_n(&r->ticket, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((unsigned)(t >> 48) != run) return -1;
+        int k = (int)(t & 0xffffffffu);
+        *count = (int)((t >> 32) & PS_RUNNER_MAX);
+        if (k >= *count) return -1;
+        if (__atomic_compare_exchange_n(&r->ticket, &t, t + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return k;
     }
-    pthread_mutex_lock(&r->lock);
-    while (r->state == not_a || r->state == not_b) pthread_cond_wait(&r->wake, &r->lock);
-    return r->state;
 }
 
-static void runner_set(ps_runner *r, int state)
+/* Run worlds of run `run` until none is left to take. */
+static void runner_take(ps_runner *r, unsigned run)
 {
-    __atomic_store_n(&r->state, state, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&r->wake);
+    for (;;) {
+        int count;
+        int k = runner_next(r, run, &count);
+        if (k < 0) return;
+        ps_world **worlds = r->worlds;  /* (the run's: it cannot end while world k is not done) */
+        if (k + 1 < count) prefetch_world(worlds[k + 1]);
+        run_world(worlds[k]);
+        if (__atomic_add_fetch(&r->finished, 1, __ATOMIC_ACQ_REL) == count) {
+            pthread_mutex_lock(&r->lock);
+            pthread_cond_broadcast(&r->over);
+            pthread_mutex_unlock(&r->lock);
+        }
+    }
+}
+
+typedef struct {
+    ps_runner *r;
+    unsigned run;
+} RunnerPart;
+
+static void runner_part(void *args, int part, int parts)
+{
+    RunnerPart *p = args;
+    (void)part, (void)parts;
+    runner_take(p->r, p->run);
 }
 
 static void *runner_main(void *arg)
 {
     ps_runner *r = arg;
-    pthread_mutex_lock(&r->lock);
+    uint64_t seen = 0;
     for (;;) {
-        int state = runner_await(r, RUNNER_IDLE, RUNNER_DONE);
-        if (state == RUNNER_QUIT) break;
+        for (int k = 0; k < PS_RUNNER_SPIN; k++) {
+            if (__atomic_load_n(&r->posted, __ATOMIC_ACQUIRE) != seen
+                || __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE))
+                break;
+            runner_pause();
+        }
+        pthread_mutex_lock(&r->lock);
+        while (r->posted == seen && !r->quit) pthread_cond_wait(&r->wake, &r->lock);
+        if (r->quit) {
+            pthread_mutex_unlock(&r->lock);
+            return NULL;
+        }
+        seen = r->posted;
+        RunnerPart part = {r, (unsigned)(seen & PS_RUNNER_MAX)};
         int threads = r->threads;
         pthread_mutex_unlock(&r->lock);
-        run_task(&r->task, threads);
-        pthread_mutex_lock(&r->lock);
-        runner_set(r, RUNNER_DONE);
+        if (threads > 1)
+            ps_pool_run(runner_part, &part, threads);
+        else
+            runner_take(r, part.run);
     }
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
 }
 
 ps_runner *ps_runner_new(void)
@@ -339,8 +377,9 @@ ps_runner *ps_runner_new(void)
     if (!r) return NULL;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
-    r->state = RUNNER_IDLE;
+    pthread_cond_init(&r->over, NULL);
     if (pthread_create(&r->thread, NULL, runner_main, r)) {
+        pthread_cond_destroy(&r->over);
         pthread_cond_destroy(&r->wake);
         pthread_mutex_destroy(&r->lock);
         free(r);
@@ -351,23 +390,32 @@ ps_runner *ps_runner_new(void)
 
 void ps_runner_wait(ps_runner *r)
 {
+    int count = r->count;  /* (only the caller's thread posts and waits) */
+    if (!count) return;
+    runner_take(r, (unsigned)(r->posted & PS_RUNNER_MAX));
+    for (int k = 0; k < PS_RUNNER_SPIN && __atomic_load_n(&r->finished, __ATOMIC_ACQUIRE) < count; k++)
+        runner_pause();
     pthread_mutex_lock(&r->lock);
-    if (r->state == RUNNER_POSTED) {
-        pthread_mutex_unlock(&r->lock);
-        worlds_part(&r->task, 0, 1);  /* the worlds no thread has taken yet, here */
-        pthread_mutex_lock(&r->lock);
-        runner_await(r, RUNNER_POSTED, RUNNER_POSTED);
-    }
-    if (r->state == RUNNER_DONE) __atomic_store_n(&r->state, RUNNER_IDLE, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE) < count) pthread_cond_wait(&r->over, &r->lock);
+    r->count = 0;
     pthread_mutex_unlock(&r->lock);
 }
 
 void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
 {
     ps_runner_wait(r);  /* one run at a time */
+    if (count <= 0) return;
+    if (count > PS_RUNNER_MAX) {  /* more than a ticket counts: here, now */
+        ps_run_worlds(worlds, count, threads);
+        return;
+    }
     pthread_mutex_lock(&r->lock);
-    r->task.worlds = worlds, r->task.count = count, r->task.next = 0, r->threads = threads;
-    runner_set(r, RUNNER_POSTED);
+    r->worlds = worlds, r->count = count, r->threads = threads, r->finished = 0;
+    uint64_t run = r->posted + 1;
+    __atomic_store_n(&r->ticket, ((run & PS_RUNNER_MAX) << 48) | ((uint64_t)count << 32),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&r->posted, run, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -376,9 +424,11 @@ void ps_runner_free(ps_runner *r)
     if (!r) return;
     ps_runner_wait(r);
     pthread_mutex_lock(&r->lock);
-    runner_set(r, RUNNER_QUIT);
+    __atomic_store_n(&r->quit, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->over);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
