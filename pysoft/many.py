@@ -54,14 +54,16 @@ class StepManyError(RuntimeError):
         self.errors = errors
 
 
-def _claimed(worlds: Any) -> list[World]:
+def _claimed(worlds: Any) -> tuple[list[World], list[int]]:
     """The worlds as a list, each a distinct open World held for this thread (ValueError naming
     the first that is not one, ConcurrentUseError for one another thread holds: then none is
-    held). The caller releases them."""
+    held), and the indices of those whose frames the C core runs (the others are the NumPy
+    backend's or have systems of the user's). The caller releases them."""
     if isinstance(worlds, (str, bytes)) or not isinstance(worlds, Sequence):
         raise ValueError(f"worlds must be a list of pysoft.World, got {type(worlds).__name__}")
     seen: dict[int, int] = {}
     held: list[World] = []
+    batched: list[int] = []
     try:
         for i, w in enumerate(worlds):
             if not isinstance(w, World):
@@ -74,11 +76,13 @@ def _claimed(worlds: Any) -> list[World]:
             seen[id(w)] = i
             guard.claim("step_many")
             held.append(w)
+            if w._frame is not None and w._systems == w._stages:
+                batched.append(i)
     except BaseException:
         for w in held:
             w._guard.release()
         raise
-    return held
+    return held, batched
 
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
@@ -89,19 +93,20 @@ def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> 
     needs Python between them (and, from one call to the next, from where its last frame
     ended while nothing its start reads changed); worlds of the NumPy backend or with systems
     of the user's are stepped by their ``step()`` on the calling thread, in list order. Every
-    world is checked, and held against use from other threads, before any is stepped:
+    world is checked, and held against use from other threads, before any is stepped (and let
+    go as soon as its own frames are done):
     ValueError for a non-world, a world listed twice or a closed world,
     ConcurrentUseError for a world another thread is using. A world whose frame raises (an
     InstabilityError) stops there; the others complete, and then StepManyError says which
     raised what."""
     frames = _validate.integer("frames", frames, 0, 2**31 - 1)
     threads = _validate.integer("threads", threads, 1, MAX_THREADS)
-    held = _claimed(worlds)
+    held, batched = _claimed(worlds)
+    released = _Released(held)
     try:
-        errors = _run(held, frames, threads)
+        errors = _run(held, batched, frames, threads, released)
     finally:
-        for w in held:
-            w._guard.release()
+        released.rest()
     if errors:
         raise StepManyError(errors) from errors[min(errors)]
 
@@ -114,6 +119,25 @@ def _attempt(call: Callable[[], R]) -> tuple[R | None, Exception | None]:
         return None, exc
 
 
+class _Released:
+    """Which worlds of a step_many call are let go (each as soon as its frames are done)."""
+
+    def __init__(self, worlds: list[World]) -> None:
+        self.worlds = worlds
+        self.done = bytearray(len(worlds))
+
+    def __call__(self, i: int) -> None:
+        """Let go of worlds[i]."""
+        if not self.done[i]:
+            self.done[i] = 1
+            self.worlds[i]._guard.release()
+
+    def rest(self) -> None:
+        """Let go of every world not let go yet."""
+        for i in range(len(self.worlds)):
+            self(i)
+
+
 def _steps(w: World, frames: int) -> None:
     for _ in range(frames):
         w._step(None)
@@ -124,38 +148,40 @@ def _steps(w: World, frames: int) -> None:
 CHUNK = 16
 
 
-def _run(worlds: list[World], frames: int, threads: int) -> dict[int, BaseException]:
-    """Step the worlds; the exceptions of those that raised, by index."""
+def _run(worlds: list[World], batched: list[int], frames: int, threads: int,
+         release: _Released) -> dict[int, BaseException]:
+    """Step the worlds (those of ``batched``, indices, in calls of the C core), letting go of
+    each when its frames are done; the exceptions of those that raised, by index."""
     errors: dict[int, BaseException] = {}
     if not frames:
         return errors
-    batched = []
+    ours = set(batched)
     for i, w in enumerate(worlds):  # the worlds Python steps: one after another, in list order
-        if w._frame is None or w._systems != w._stages:
+        if i not in ours:
             _, error = _attempt(functools.partial(_steps, w, frames))
             if error is not None:
                 errors[i] = error
-        else:
-            batched.append(i)
+            release(i)
     if frames == 1 and threads > 1 and len(batched) > CHUNK:
-        batched = _run_overlapped(worlds, batched, threads, errors)
+        batched = _run_overlapped(worlds, batched, threads, errors, release)
     for k in range(0, len(batched), CHUNK):
-        _run_chunk(worlds, batched[k:k + CHUNK], frames, threads, errors)
+        _run_chunk(worlds, batched[k:k + CHUNK], frames, threads, errors, release)
     return errors
 
 
 def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
-               errors: dict[int, BaseException]) -> None:
+               errors: dict[int, BaseException], release: _Released) -> None:
     """Step the worlds ``chunk`` (indices) by ``frames``, their passes in ps_run_worlds calls."""
     left = dict.fromkeys(chunk, frames)
     while left:
-        batch = _started(worlds, left, errors)
+        batch = _started(worlds, left, errors, release)
         if batch:
             ffi, lib = _native.require()
             lib.ps_run_worlds(ffi.new("ps_world *[]", [p.runs for _, p in batch]), len(batch), threads)
-        _ended(batch, left, errors)
+        _ended(batch, left, errors, release)
         for i in [i for i, n in left.items() if n <= 0]:
             del left[i]
+            release(i)
 
 
 class _Runners(threading.local):
@@ -185,7 +211,7 @@ def _runner() -> Any:
 
 
 def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
-                    errors: dict[int, BaseException]) -> list[int]:
+                    errors: dict[int, BaseException], release: _Released) -> list[int]:
     """One frame of each world of ``batched`` (indices), CHUNK worlds at a time, their passes
     on a thread of the C core's own (this thread's ps_runner, with ``threads`` - 1 threads)
     while this thread begins the next chunk's frames and ends the last one's in Python, then
@@ -201,13 +227,17 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
 
     def end_running() -> None:
         if running is not None:
-            _ended(running[0], running[1], errors)
-            again.extend(i for i, n in running[1].items() if n > 0)
+            _ended(running[0], running[1], errors, release)
+            for i, n in running[1].items():
+                if n > 0:
+                    again.append(i)
+                else:
+                    release(i)
 
     try:
         for k in range(0, len(batched), CHUNK):
             left = dict.fromkeys(batched[k:k + CHUNK], 1)
-            batch = _started(worlds, left, errors)
+            batch = _started(worlds, left, errors, release)
             array = ffi.new("ps_world *[]", [p.runs for _, p in batch]) if batch else None
             lib.ps_runner_wait(runner)
             if batch:
@@ -220,8 +250,8 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
     return again
 
 
-def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseException]
-             ) -> list[tuple[int, _Pending]]:
+def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseException],
+             release: _Released) -> list[tuple[int, _Pending]]:
     """Begin the frames of the worlds ``left`` (index: frames to go) in Python: those to run
     in C, with their _Pending; a world whose start raised leaves ``left`` for ``errors``, and
     one that ran its frame stage by stage has a frame less to go."""
@@ -232,6 +262,7 @@ def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseEx
         except Exception as exc:
             errors[i] = exc
             del left[i]
+            release(i)
             continue
         if pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
             left[i] -= 1
@@ -240,13 +271,15 @@ def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseEx
     return batch
 
 
-def _ended(batch: list[tuple[int, _Pending]], left: dict[int, int], errors: dict[int, BaseException]) -> None:
+def _ended(batch: list[tuple[int, _Pending]], left: dict[int, int], errors: dict[int, BaseException],
+           release: _Released) -> None:
     """After their C run: end the frames of ``batch`` in Python (``_Pending.end``)."""
     for i, pending in batch:
         ran, error = _attempt(pending.end)
         if error is not None:
             errors[i] = error
             del left[i]
+            release(i)
         else:
             left[i] -= ran or 0
 
