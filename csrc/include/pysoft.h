@@ -203,8 +203,7 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
  * before it too), provided each of the `nwatch` regions `watch[k].to` still holds the bytes
  * of its `source` (what the frame's start read when the calls were made); if one does not,
  * nothing runs and `ran` is -1. Each world runs on one thread; ps_run_worlds hands the
- * worlds to up to `threads`, and starts fetching the next world's ops and arrays into the
- * caches while one runs (a small world's frame costs about as much as fetching them). */
+ * worlds to up to `threads`. */
 typedef struct {
     void *to;
     const void *source;

@@ -204,25 +204,6 @@ static void run_world(ps_world *w)
     w->found = w->scan >= 0 && w->ran > 0 ? w->ops[w->scan]->result : -1;
 }
 
-#define PS_PREFETCH_BYTES 4096  /* the most of one array fetched ahead */
-
-/* Start fetching a world's ops and the first bytes of their arrays into the caches (the
- * rows an op treats, where it says how many; a few lines of the others). */
-static void prefetch_world(const ps_world *w)
-{
-    for (int k = 0; k < w->nops; k++)
-        for (size_t b = 0; b < sizeof(ps_op); b += 64) __builtin_prefetch((const char *)w->ops[k] + b);
-    for (int k = 0; k < w->nops; k++) {
-        const ps_op *op = w->ops[k];
-        for (int a = 0; a < 48; a++) {
-            if (!op->p[a]) continue;
-            int64_t bytes = op->row_bytes[a] ? op->row_bytes[a] * op->i[op->rows_slot] : 256;
-            if (bytes > PS_PREFETCH_BYTES) bytes = PS_PREFETCH_BYTES;
-            for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch((const char *)op->p[a] + b);
-        }
-    }
-}
-
 typedef struct {
     ps_world **worlds;
     int count;
@@ -242,7 +223,6 @@ static void worlds_part(void *args, int part, int parts)
         int k = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED);
 #endif
         if (k >= t->count) break;
-        if (k + 1 < t->count) prefetch_world(t->worlds[k + 1]);
         run_world(t->worlds[k]);
     }
 }
@@ -321,7 +301,6 @@ static void runner_take(ps_runner *r, unsigned run)
         int k = runner_next(r, run, &count);
         if (k < 0) return;
         ps_world **worlds = r->worlds;  /* (the run's: it cannot end while world k is not done) */
-        if (k + 1 < count) prefetch_world(worlds[k + 1]);
         run_world(worlds[k]);
         if (__atomic_add_fetch(&r->finished, 1, __ATOMIC_ACQ_REL) == count) {
             pthread_mutex_lock(&r->lock);
