@@ -134,8 +134,9 @@ class _Released:
 
     def rest(self) -> None:
         """Let go of every world not let go yet."""
-        for i in range(len(self.worlds)):
-            self(i)
+        for i, done in enumerate(self.done):
+            if not done:
+                self(i)
 
 
 def _steps(w: World, frames: int) -> None:
