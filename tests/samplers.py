@@ -365,10 +365,14 @@ def sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str
         same = pairs[:, 0] == pairs[:, 1]
         pairs[same, 1] = (pairs[same, 0] + 1) % n
         s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
+    # prev_pos: where a step of the velocities (give or take 1 m/s) from it ends at pos, the
+    # relative velocity the positions-only solve (follow 0) works out past the cap
+    prev = s["pos"] - s["h"] * (s["vel"] + vec(rng, n, dim, 1.0))
     return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
-            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "pairs": pairs,
-            "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
-                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs), "h": s["h"]}
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "prev_pos": prev,
+            "pairs": pairs, "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
+                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs),
+            "follow": int(rng.integers(0, 2)), "h": s["h"]}
 
 
 def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -382,7 +386,7 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
             "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "simplices": simplices,
             "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
-            **colored(simplices), "h": s["h"]}
+            **colored(simplices), "follow": int(rng.integers(0, 2)), "h": s["h"]}
 
 
 
