@@ -328,10 +328,11 @@ def sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
         mirror = slice(starts[3], starts[3] + counts[3])
         members = rows[mirror]
         p["pos"][members] = rest[mirror] * [-1.0, 1.0, 1.0] + rng.normal(0.0, 0.01, (len(members), 3))
+    stiffness = rng.uniform(0.0, 500.0, nb)
+    stiffness[::3] = 0.0  # damping alone (the mirrored body 3 is pulled back all the same)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
             "inv_mass": p["inv_mass"], "members": rows, "rest": rest, "body_start": starts,
-            "body_count": counts, "stiffness": rng.uniform(0.0, 500.0, nb),
-            "damping": rng.uniform(0.0, 10.0, nb)}
+            "body_count": counts, "stiffness": stiffness, "damping": rng.uniform(0.0, 10.0, nb)}
 
 
 def sample_rolling_resistance(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:

@@ -907,7 +907,7 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
             continue;
         }
         if (dim == 3) {  /* x_i = c + R q_i, v_i = u + w x (R q_i) */
-            ps_fit3 f = ps_rigid_fit3(pos, vel, rows, q, count);
+            ps_fit3 f = ps_rigid_fit3(pos, vel, rows, q, count, 1);
             for (int e = 0; e < count; e++) {
                 long i = rows[e];
                 if (inv_mass[i] == 0.0) continue;
