@@ -465,17 +465,17 @@ static int distance_batch_3d_avx(double *pos, double *vel, double *withheld, dou
 #if defined(PS_HAVE_AVX512)
     if (use_wide)
         return follow_vel
-            ? distance_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                       rest_length, compliance, order, t, stop, 1, inv_h, hh)
-            : distance_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                       rest_length, compliance, order, t, stop, 0, inv_h, hh);
+            ? distance_batch_3d_follow_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                              rest_length, compliance, order, t, stop, inv_h, hh)
+            : distance_batch_3d_still_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                             rest_length, compliance, order, t, stop, inv_h, hh);
 #endif
     (void)use_wide;
     return follow_vel
-        ? distance_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                 rest_length, compliance, order, t, stop, 1, inv_h, hh)
-        : distance_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                 rest_length, compliance, order, t, stop, 0, inv_h, hh);
+        ? distance_batch_3d_follow_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                        rest_length, compliance, order, t, stop, inv_h, hh)
+        : distance_batch_3d_still_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                       rest_length, compliance, order, t, stop, inv_h, hh);
 }
 
 static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
@@ -487,17 +487,17 @@ static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, doubl
 #if defined(PS_HAVE_AVX512)
     if (use_wide)
         return follow_vel
-            ? volume_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                     compliance, order, t, stop, 1, inv_h, hh)
-            : volume_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                     compliance, order, t, stop, 0, inv_h, hh);
+            ? volume_batch_3d_follow_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                            compliance, order, t, stop, inv_h, hh)
+            : volume_batch_3d_still_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                           compliance, order, t, stop, inv_h, hh);
 #endif
     (void)use_wide;
     return follow_vel
-        ? volume_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                               compliance, order, t, stop, 1, inv_h, hh)
-        : volume_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                               compliance, order, t, stop, 0, inv_h, hh);
+        ? volume_batch_3d_follow_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                      compliance, order, t, stop, inv_h, hh)
+        : volume_batch_3d_still_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                     compliance, order, t, stop, inv_h, hh);
 }
 #endif
 

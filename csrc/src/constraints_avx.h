@@ -14,7 +14,7 @@
 
 /* Distance constraints order[t .. stop) of one batch, four at a time (distance_3d's solve;
  * with follow_vel 0 the positions-only one, which neither reads nor writes vel). */
-static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, double *withheld,
+static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, double *withheld,
                                                      double *lambda, const double *inv_mass,
                                                      const double *prev_pos,
                                                      const int32_t *pairs,
@@ -137,7 +137,7 @@ static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, d
 
 /* Tetrahedra order[t .. stop) of one batch, four at a time (volume_tet's solve; with
  * follow_vel 0 it neither reads nor writes vel). */
-static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, double *withheld,
+static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, double *withheld,
                                                    double *lambda, const double *inv_mass,
                                                    const int32_t *simplices,
                                                    const double *rest_volume,
@@ -195,7 +195,9 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
         __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
                                      compliance[j[0]]);
         __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
-        __m256d at = _mm256_div_pd(comp, hhv);
+        /* compliance 0 (every lane): alpha~ = 0 / h^2 is the compliance itself, bit for bit */
+        __m256d at = _mm256_movemask_pd(_mm256_cmp_pd(comp, zero, _CMP_NEQ_UQ))
+                     ? _mm256_div_pd(comp, hhv) : comp;
         __m256d num = _mm256_mul_pd(six, _mm256_sub_pd(_mm256_xor_pd(C, sign), _mm256_mul_pd(at, lam)));
         __m256d k = _mm256_div_pd(num, _mm256_add_pd(D, _mm256_mul_pd(thirty_six, at)));
         __m256d live = _mm256_cmp_pd(D, zero, _CMP_GT_OQ);  /* volume_tet skips !(D > 0) */
@@ -241,4 +243,42 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
         }
     }
     return t;
+}
+
+/* The two solves as functions of their own, follow_vel a constant in each (the positions-only
+ * one keeps no velocity in its registers). */
+static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_follow)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const double *prev_pos, const int32_t *pairs, const double *rest_length,
+    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                      rest_length, compliance, order, t, stop, 1, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_still)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const double *prev_pos, const int32_t *pairs, const double *rest_length,
+    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                      rest_length, compliance, order, t, stop, 0, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_follow)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const int32_t *simplices, const double *rest_volume, const double *compliance,
+    const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                    compliance, order, t, stop, 1, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_still)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const int32_t *simplices, const double *rest_volume, const double *compliance,
+    const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                    compliance, order, t, stop, 0, inv_h, hh);
 }
