@@ -395,6 +395,11 @@ PS_INLINE void store_rows4_avx2(double *p, const long r[4], __m256d x, __m256d y
     }
 }
 
+/* How many tetrahedra ahead the vector solve prefetches the corners, multipliers, rest volumes
+ * and compliances of: the plan's order reaches them through order[], which no hardware
+ * prefetcher follows (4 % off the tet-cubes benchmark's tetrahedra; the distances' solve
+ * measured no faster for it). */
+#define PS_AHEAD 8
 #define PS_WIDE(name) name##_avx2
 #define PS_WIDE_TARGET
 #define PS_LOAD_ROWS three_rows4

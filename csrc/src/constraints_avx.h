@@ -152,6 +152,14 @@ static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(volume_b
     const __m256d cap2 = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED);
     for (; t + 4 <= stop; t += 4) {
         int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
+        if (t + PS_AHEAD + 4 <= stop)  /* the corners and data of the tetrahedra PS_AHEAD on */
+            for (int e = 0; e < 4; e++) {
+                int k = order[t + PS_AHEAD + e];
+                _mm_prefetch((const char *)(simplices + 4L * k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(lambda + k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(rest_volume + k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(compliance + k), _MM_HINT_T0);
+            }
         long r[4][4];  /* r[i][lane]: corner i's row */
         for (int e = 0; e < 4; e++) {
             const int32_t *s = simplices + 4L * j[e];
