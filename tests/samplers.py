@@ -332,10 +332,11 @@ def sample_shape_match(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
         mirror = slice(starts[3], starts[3] + counts[3])
         members = rows[mirror]
         p["pos"][members] = rest[mirror] * [-1.0, 1.0, 1.0] + rng.normal(0.0, 0.01, (len(members), 3))
+    stiffness = rng.uniform(0.0, 500.0, nb)
+    stiffness[::3] = 0.0  # damping alone (the mirrored body 3 is pulled back all the same)
     return {"force": p["force"], "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
             "inv_mass": p["inv_mass"], "members": rows, "rest": rest, "body_start": starts,
-            "body_count": counts, "stiffness": rng.uniform(0.0, 500.0, nb),
-            "damping": rng.uniform(0.0, 10.0, nb)}
+            "body_count": counts, "stiffness": stiffness, "damping": rng.uniform(0.0, 10.0, nb)}
 
 
 def sample_rolling_resistance(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -369,10 +370,14 @@ def sample_xpbd_distance(rng: np.random.Generator, n: int, dim: int) -> dict[str
         same = pairs[:, 0] == pairs[:, 1]
         pairs[same, 1] = (pairs[same, 0] + 1) % n
         s["pos"][pairs[: m // 10, 1]] = s["pos"][pairs[: m // 10, 0]]  # coincident ends
+    # prev_pos: where a step of the velocities (give or take 1 m/s) from it ends at pos, the
+    # relative velocity the positions-only solve (follow 0) works out past the cap
+    prev = s["pos"] - s["h"] * (s["vel"] + vec(rng, n, dim, 1.0))
     return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
-            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "pairs": pairs,
-            "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
-                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs), "h": s["h"]}
+            "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "prev_pos": prev,
+            "pairs": pairs, "rest_length": rng.uniform(0.0, 1.5, m), "compliance": np.where(
+                rng.random(m) < 0.5, 0.0, rng.uniform(0.0, 1e-3, m)), **colored(pairs),
+            "follow": int(rng.integers(0, 2)), "h": s["h"]}
 
 
 def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -386,7 +391,7 @@ def sample_xpbd_volume(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     return {"pos": s["pos"], "vel": s["vel"], "withheld": vec(rng, n, dim, 0.1),
             "lambda": rng.normal(0.0, 1e-3, m), "inv_mass": s["inv_mass"], "simplices": simplices,
             "rest_volume": rest, "compliance": np.where(rng.random(m) < 0.5, 0.0, rng.uniform(0, 1e-3, m)),
-            **colored(simplices), "h": s["h"]}
+            **colored(simplices), "follow": int(rng.integers(0, 2)), "h": s["h"]}
 
 
 

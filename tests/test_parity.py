@@ -361,3 +361,21 @@ def test_collide_against_still_planes_only_matches_its_twin(dim: int, seed: int)
     assert counts["c"] == counts["python"] > 0
     for name in ("pos", "vel", "contact_collider", "contact_normal", "contact_impulse", "support", "stuck"):
         assert out["c"][name].tobytes() == out["python"][name].tobytes(), name
+
+
+@pytest.mark.parametrize("name", ["xpbd_distance", "xpbd_volume"])
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("follow", [0, 1])
+def test_the_positions_only_solve_matches_its_twin(name: str, dim: int, follow: int) -> None:
+    """Both ways of the distance and volume solves (follow 1: the velocities move with the
+    corrections; 0: they are left alone, a distance's cap taking the ends' relative velocity
+    from the positions), capped corrections among them: C and twin bit for bit, and follow 0
+    writes no velocity."""
+    args = {**_sample(name, 2000, dim, 3), "follow": follow}
+    c_args, py_args = _copy(args), _copy(args)
+    _run(name, "c", c_args)
+    _run(name, "python", py_args)
+    for written in REGISTRY[name].writes:
+        assert c_args[written].tobytes() == py_args[written].tobytes(), written
+    assert not np.array_equal(c_args["withheld"], args["withheld"])  # some corrections were capped
+    assert np.array_equal(c_args["vel"], args["vel"]) == (follow == 0)

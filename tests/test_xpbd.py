@@ -432,11 +432,14 @@ def test_the_tiled_solve_plan_gives_the_batch_orders_bits(backend: str,
     assert np.array_equal(x1, x2) and np.array_equal(v1, v2)
 
 
-def _tet_cubes_run(backend: str, frames: int = 20) -> tuple[pysoft.World, bool]:
+def _tet_cubes_run(backend: str, frames: int = 20, follow: bool = False) -> tuple[pysoft.World, bool]:
     """Three tet cubes: one squashed to a third of its height (its constraints' corrections are
     capped), one spinning, one falling; after ``frames`` frames, the world and whether a
-    capped correction withheld velocity in some substep's last solve."""
+    capped correction withheld velocity in some substep's last solve. ``follow``: the main
+    solve moves the velocities too (``_follow_always``)."""
     w, cubes = _tet_cubes(3, backend)
+    if follow:
+        _follow_always(w)
     pos, vel = w.positions, w.velocities
     squashed = [w.row(p) for p in w.body(cubes[0]).particles]
     pos[squashed, 1] = 0.2 + (pos[squashed, 1] - 0.2) / 3.0
@@ -472,3 +475,36 @@ def test_the_3d_solve_gives_its_twins_bits() -> None:
     run = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], env=env,
                          capture_output=True, text=True, check=True)
     assert run.stdout.strip() == digest
+
+
+def _follow_always(w: pysoft.World) -> None:
+    """Have ``w``'s main solve move the velocities with the corrections (follow 1), as it did
+    before the positions-only solve."""
+    from pysoft.features.constraints import Constraints
+
+    term = w._features.get(Constraints).term
+    term.positions_only = lambda settle: False  # type: ignore[method-assign]
+
+
+def test_the_positions_only_solve_changes_no_bit_where_no_correction_is_capped() -> None:
+    """Integrator "xpbd" sets every velocity from the positions after the solve, so the 3D
+    solve leaves the velocities alone (follow 0; a cap takes the ends' relative velocity from
+    the positions): 8 tet cubes landing (no correction capped) end 2 s later with the bits of
+    a solve that moved the velocities too; 3 cubes, one squashed (capped corrections), one
+    spinning, agree with it to rounding (1e-9 m, 1e-9 m/s after 20 frames)."""
+    from pysoft import scenes
+    from pysoft.features.constraints import Constraints
+
+    a, b = scenes.tet_cubes(8), scenes.tet_cubes(8)
+    assert a._features.get(Constraints).term.positions_only(False)
+    _follow_always(b)
+    for _ in range(120):
+        a.step()
+        b.step()
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+    capped, withheld = _tet_cubes_run("c")
+    assert withheld
+    reference, _ = _tet_cubes_run("c", follow=True)
+    assert not np.array_equal(capped.velocities, reference.velocities)  # the caps' u differ in rounding
+    assert np.allclose(capped.positions, reference.positions, rtol=0.0, atol=1e-9)
+    assert np.allclose(capped.velocities, reference.velocities, rtol=0.0, atol=1e-9)

@@ -96,13 +96,15 @@ void ps_xpbd_velocity(double *vel, const double *pos, const double *prev_pos,
 
 /* constraints.c */
 void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
-                      const double *inv_mass, const int32_t *pairs, const double *rest_length,
-                      const double *compliance, const int32_t *order,
-                      const int32_t *batch_start, int m, int nbatch, int dim, double h);
+                      const double *inv_mass, const double *prev_pos, const int32_t *pairs,
+                      const double *rest_length, const double *compliance,
+                      const int32_t *order, const int32_t *batch_start, int m, int nbatch,
+                      int dim, int follow, double h);
 void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
-                    const int32_t *batch_start, int m, int nbatch, int dim, double h);
+                    const int32_t *batch_start, int m, int nbatch, int dim, int follow,
+                    double h);
 void ps_xpbd_material(double *pos, double *vel, double *withheld, double *lambda,
                       const double *inv_mass, const int32_t *tets, const double *dm_inv,
                       const double *compliance, const int32_t *order,

@@ -174,11 +174,13 @@ static void shape_match_3d(double *force, const double *pos, const double *vel,
         const double *q = rest + 3L * body_start[b];
         int m = body_count[b];
         if (m == 0) continue;
-        ps_fit3 f = ps_rigid_fit3(pos, vel, idx, q, m);
+        ps_fit3 f = ps_rigid_fit3(pos, vel, idx, q, m, 0);
         const double *c = f.c, *u = f.u, *R = f.R, *w = f.w;
         double det = f.det;
         double k = stiffness[b];
         if (det < 0.0) k = unmirrored(k);
+        int pull = k != 0.0;  /* else damping alone: no rotation to fit (its Jacobi sweeps) */
+        if (pull) ps_best_rotation(f.R, (const double (*)[3])f.S);
 #if defined(__AVX2__)
         /* the loop below with the three axes as vector lanes (lane 3 unused; the same
          * operations lane by lane, so the same bits) */
@@ -196,13 +198,16 @@ static void shape_match_3d(double *force, const double *pos, const double *vel,
             __m256d r = _mm256_sub_pd(x, cv);
             __m256d spin = _mm256_sub_pd(_mm256_mul_pd(w_yzx, _mm256_permute4x64_pd(r, 0xD2)),
                                          _mm256_mul_pd(w_zxy, _mm256_permute4x64_pd(r, 0xC9)));
-            __m256d target = _mm256_add_pd(
-                cv, _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(R0, _mm256_set1_pd(qj[0])),
-                                                _mm256_mul_pd(R1, _mm256_set1_pd(qj[1]))),
-                                  _mm256_mul_pd(R2, _mm256_set1_pd(qj[2]))));
-            __m256d mk = _mm256_set1_pd(mass[i] * k), md = _mm256_set1_pd(mass[i] * damping[b]);
-            __m256d add = _mm256_add_pd(_mm256_mul_pd(mk, _mm256_sub_pd(target, x)),
-                                        _mm256_mul_pd(md, _mm256_sub_pd(_mm256_add_pd(uv, spin), v)));
+            __m256d md = _mm256_set1_pd(mass[i] * damping[b]);
+            __m256d add = _mm256_mul_pd(md, _mm256_sub_pd(_mm256_add_pd(uv, spin), v));
+            if (pull) {
+                __m256d target = _mm256_add_pd(
+                    cv, _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(R0, _mm256_set1_pd(qj[0])),
+                                                    _mm256_mul_pd(R1, _mm256_set1_pd(qj[1]))),
+                                      _mm256_mul_pd(R2, _mm256_set1_pd(qj[2]))));
+                __m256d mk = _mm256_set1_pd(mass[i] * k);
+                add = _mm256_add_pd(_mm256_mul_pd(mk, _mm256_sub_pd(target, x)), add);
+            }
             double out[4];
             _mm256_storeu_pd(out, add);
             for (int a = 0; a < 3; a++) force[3 * i + a] += out[a];
@@ -218,8 +223,13 @@ static void shape_match_3d(double *force, const double *pos, const double *vel,
                               w[0] * r[1] - w[1] * r[0]};
             double mk = mass[i] * k, md = mass[i] * damping[b];
             for (int a = 0; a < 3; a++) {
+                double damp = md * ((u[a] + spin[a]) - v[a]);
+                if (!pull) {
+                    force[3 * i + a] += damp;
+                    continue;
+                }
                 double target = c[a] + ((R[3 * a] * qj[0] + R[3 * a + 1] * qj[1]) + R[3 * a + 2] * qj[2]);
-                force[3 * i + a] += mk * (target - x[a]) + md * ((u[a] + spin[a]) - v[a]);
+                force[3 * i + a] += mk * (target - x[a]) + damp;
             }
         }
     }

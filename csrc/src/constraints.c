@@ -24,6 +24,16 @@
  * substep under integrator "xpbd") sums the velocity the caps kept back; the
  * "xpbd" velocity update v = (x - p) / h - withheld (integrate.c) leaves it out.
  *
+ * The positions-only solve (follow == 0; the World's main solve of a 3D world under
+ * integrator "xpbd"): that integrator's velocity update v = (x - p) / h - withheld, right after
+ * the solve, sets every velocity the corrections would have moved, so the distance and volume
+ * solves leave vel alone: half the rows they read and write. A distance's cap still needs the
+ * ends' relative velocity u along it, and takes the one that update would give them now,
+ * sum_c (((x_b - p_b) - (x_a - p_a)) / h - (withheld_b - withheld_a)) g_c (p: prev_pos), only
+ * where |du| > PS_MAX_CORRECTION_SPEED (within it f = 1 whatever u is). It equals the
+ * following solve's u but for rounding: a world where no correction is capped gets the same
+ * bits either way. withheld is kept as in the following solve.
+ *
  * Momentum: a correction moves particle i by w_i dlambda g_i, so it changes
  * the momentum sum_i m_i dx_i = dlambda sum_i g_i, and the gradients of a
  * distance or a simplex sum to zero (a constraint's value does not change when
@@ -162,11 +172,27 @@ PS_INLINE void withhold(double *withheld, long qa, long qb, double da, double db
     withheld[qb] = withheld[qb] + db * inv_h * k;
 }
 
+/* The positions-only solve's (follow == 0) relative velocity u of ends a and b along the unit
+ * direction g: what the "xpbd" velocity update would give them now, the sum over the axes of
+ * (((x_b - p_b) - (x_a - p_a)) / h - (withheld_b - withheld_a)) g (p: prev_pos). */
+PS_INLINE double relative_speed(const double *pos, const double *prev_pos, const double *withheld,
+                                long a, long b, const double *g, int dim, double inv_h)
+{
+    double u = 0.0;
+    for (int c = 0; c < dim; c++) {
+        long qa = a * dim + c, qb = b * dim + c;
+        double r = ((pos[qb] - prev_pos[qb]) - (pos[qa] - prev_pos[qa])) * inv_h
+                   - (withheld[qb] - withheld[qa]);
+        u = u + r * g[c];
+    }
+    return u;
+}
+
 /* Distance constraint j (the scalar solve, any dimension); inv_h = 1 / h, hh = h h. */
 PS_INLINE void distance_one(double *pos, double *vel, double *withheld, double *lambda,
-                            const double *inv_mass, const int32_t *pairs,
+                            const double *inv_mass, const double *prev_pos, const int32_t *pairs,
                             const double *rest_length, const double *compliance, int j, int dim,
-                            double inv_h, double hh)
+                            int follow_vel, double inv_h, double hh)
 {
     long a = pairs[2 * j], b = pairs[2 * j + 1];
     double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
@@ -182,17 +208,28 @@ PS_INLINE void distance_one(double *pos, double *vel, double *withheld, double *
     double at = compliance[j] / hh;
     double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
     lambda[j] = lambda[j] + s;
-    double u = 0.0;  /* the ends' relative velocity along the constraint */
-    for (int c = 0; c < dim; c++)
-        u = u + (vel[b * dim + c] - vel[a * dim + c]) * (d[c] / len);
-    double f = follow(u, w * s * inv_h);
+    double f, du = w * s * inv_h;
+    if (follow_vel) {
+        double u = 0.0;  /* the ends' relative velocity along the constraint */
+        for (int c = 0; c < dim; c++)
+            u = u + (vel[b * dim + c] - vel[a * dim + c]) * (d[c] / len);
+        f = follow(u, du);
+    } else if (fabs(du) <= PS_MAX_CORRECTION_SPEED) {
+        f = 1.0;  /* within the cap whatever u is: u is not needed */
+    } else {
+        double g[3];
+        for (int c = 0; c < dim; c++) g[c] = d[c] / len;
+        f = follow(relative_speed(pos, prev_pos, withheld, a, b, g, dim, inv_h), du);
+    }
     for (int c = 0; c < dim; c++) {
         double g = d[c] / len;
         double da = wa * s * g, db = wb * s * g;
         xa[c] = xa[c] - da;
         xb[c] = xb[c] + db;
-        vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
-        vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
+        if (follow_vel) {
+            vel[a * dim + c] = vel[a * dim + c] - da * inv_h * f;
+            vel[b * dim + c] = vel[b * dim + c] + db * inv_h * f;
+        }
         if (f < 1.0) withhold(withheld, a * dim + c, b * dim + c, da, db, inv_h, f);
     }
 }
@@ -200,9 +237,9 @@ PS_INLINE void distance_one(double *pos, double *vel, double *withheld, double *
 /* Distance constraint j in 3D: distance_one's solve with the unit direction g = d (1 / |d|),
  * one division where g = d / |d| took three. */
 PS_INLINE void distance_3d(double *pos, double *vel, double *withheld, double *lambda,
-                           const double *inv_mass, const int32_t *pairs,
+                           const double *inv_mass, const double *prev_pos, const int32_t *pairs,
                            const double *rest_length, const double *compliance, int j,
-                           double inv_h, double hh)
+                           int follow_vel, double inv_h, double hh)
 {
     long a = pairs[2 * j], b = pairs[2 * j + 1];
     double wa = inv_mass[a], wb = inv_mass[b], w = wa + wb;
@@ -215,15 +252,22 @@ PS_INLINE void distance_3d(double *pos, double *vel, double *withheld, double *l
     double at = compliance[j] / hh;
     double s = (-(len - rest_length[j]) - at * lambda[j]) / (w + at);
     lambda[j] = lambda[j] + s;
-    double u = ((0.0 + (vb[0] - va[0]) * g[0]) + (vb[1] - va[1]) * g[1]) + (vb[2] - va[2]) * g[2];
-    double f = follow(u, w * s * inv_h);
+    double f, du = w * s * inv_h;
+    if (follow_vel)
+        f = follow(((0.0 + (vb[0] - va[0]) * g[0]) + (vb[1] - va[1]) * g[1]) + (vb[2] - va[2]) * g[2],
+                   du);
+    else  /* within the cap whatever u is: u only where it is not */
+        f = fabs(du) <= PS_MAX_CORRECTION_SPEED
+            ? 1.0 : follow(relative_speed(pos, prev_pos, withheld, a, b, g, 3, inv_h), du);
     double sa = wa * s, sb = wb * s;
     for (int c = 0; c < 3; c++) {
         double da = sa * g[c], db = sb * g[c];
         xa[c] = xa[c] - da;
         xb[c] = xb[c] + db;
-        va[c] = va[c] - da * inv_h * f;
-        vb[c] = vb[c] + db * inv_h * f;
+        if (follow_vel) {
+            va[c] = va[c] - da * inv_h * f;
+            vb[c] = vb[c] + db * inv_h * f;
+        }
     }
     if (f < 1.0)
         for (int c = 0; c < 3; c++)
@@ -351,6 +395,11 @@ PS_INLINE void store_rows4_avx2(double *p, const long r[4], __m256d x, __m256d y
     }
 }
 
+/* How many tetrahedra ahead the vector solve prefetches the corners, multipliers, rest volumes
+ * and compliances of: the plan's order reaches them through order[], which no hardware
+ * prefetcher follows (4 % off the tet-cubes benchmark's tetrahedra; the distances' solve
+ * measured no faster for it). */
+#define PS_AHEAD 8
 #define PS_WIDE(name) name##_avx2
 #define PS_WIDE_TARGET
 #define PS_LOAD_ROWS three_rows4
@@ -413,44 +462,58 @@ static int wide(void)
 }
 
 static int distance_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
-                                 const double *inv_mass, const int32_t *pairs,
-                                 const double *rest_length, const double *compliance,
-                                 const int32_t *order, int t, int stop, double inv_h, double hh,
-                                 int use_wide)
+                                 const double *inv_mass, const double *prev_pos,
+                                 const int32_t *pairs, const double *rest_length,
+                                 const double *compliance, const int32_t *order, int t, int stop,
+                                 int follow_vel, double inv_h, double hh, int use_wide)
 {
 #if defined(PS_HAVE_AVX512)
     if (use_wide)
-        return distance_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
-                                        compliance, order, t, stop, inv_h, hh);
+        return follow_vel
+            ? distance_batch_3d_follow_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                              rest_length, compliance, order, t, stop, inv_h, hh)
+            : distance_batch_3d_still_avx512(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                             rest_length, compliance, order, t, stop, inv_h, hh);
 #endif
     (void)use_wide;
-    return distance_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
-                                  compliance, order, t, stop, inv_h, hh);
+    return follow_vel
+        ? distance_batch_3d_follow_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                        rest_length, compliance, order, t, stop, inv_h, hh)
+        : distance_batch_3d_still_avx2(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                       rest_length, compliance, order, t, stop, inv_h, hh);
 }
 
 static int volume_batch_3d_avx(double *pos, double *vel, double *withheld, double *lambda,
                                const double *inv_mass, const int32_t *simplices,
                                const double *rest_volume, const double *compliance,
-                               const int32_t *order, int t, int stop, double inv_h, double hh,
-                               int use_wide)
+                               const int32_t *order, int t, int stop, int follow_vel,
+                               double inv_h, double hh, int use_wide)
 {
 #if defined(PS_HAVE_AVX512)
     if (use_wide)
-        return volume_batch_3d_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                      compliance, order, t, stop, inv_h, hh);
+        return follow_vel
+            ? volume_batch_3d_follow_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                            compliance, order, t, stop, inv_h, hh)
+            : volume_batch_3d_still_avx512(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                           compliance, order, t, stop, inv_h, hh);
 #endif
     (void)use_wide;
-    return volume_batch_3d_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                compliance, order, t, stop, inv_h, hh);
+    return follow_vel
+        ? volume_batch_3d_follow_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                      compliance, order, t, stop, inv_h, hh)
+        : volume_batch_3d_still_avx2(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                     compliance, order, t, stop, inv_h, hh);
 }
 #endif
 
 void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda,
-                      const double *inv_mass, const int32_t *pairs, const double *rest_length,
-                      const double *compliance, const int32_t *order,
-                      const int32_t *batch_start, int m, int nbatch, int dim, double h)
+                      const double *inv_mass, const double *prev_pos, const int32_t *pairs,
+                      const double *rest_length, const double *compliance,
+                      const int32_t *order, const int32_t *batch_start, int m, int nbatch,
+                      int dim, int follow, double h)
 {
     double inv_h = 1.0 / h, hh = h * h;
+    int follow_vel = follow != 0;
     if (dim == 3) {
 #if defined(__AVX2__)
         int use_wide = wide();
@@ -458,26 +521,26 @@ void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda
         for (int bt = 0; bt < nbatch; bt++) {
             int t = batch_start[bt];
 #if defined(__AVX2__)
-            t = distance_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
-                                      compliance, order, t, batch_start[bt + 1], inv_h, hh,
-                                      use_wide);
+            t = distance_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                      rest_length, compliance, order, t, batch_start[bt + 1],
+                                      follow_vel, inv_h, hh, use_wide);
 #endif
             for (; t < batch_start[bt + 1]; t++)
-                distance_3d(pos, vel, withheld, lambda, inv_mass, pairs, rest_length, compliance,
-                            order[t], inv_h, hh);
+                distance_3d(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs, rest_length,
+                            compliance, order[t], follow_vel, inv_h, hh);
         }
         return;
     }
     for (int bt = 0; bt < nbatch; bt++) {
         int t = batch_start[bt], stop = batch_start[bt + 1];
 #if defined(__AVX2__)
-        if (dim == 2)
+        if (dim == 2 && follow_vel)
             t = distance_batch_2d_avx(pos, vel, withheld, lambda, inv_mass, pairs, rest_length,
                                       compliance, order, t, stop, h);
 #endif
         for (; t < stop; t++)
-            distance_one(pos, vel, withheld, lambda, inv_mass, pairs, rest_length, compliance,
-                         order[t], dim, inv_h, hh);
+            distance_one(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs, rest_length,
+                         compliance, order[t], dim, follow_vel, inv_h, hh);
     }
     (void)m;
 }
@@ -490,7 +553,7 @@ void ps_xpbd_distance(double *pos, double *vel, double *withheld, double *lambda
 PS_INLINE void volume_tet(double *pos, double *vel, double *withheld, double *lambda,
                           const double *inv_mass, const int32_t *simplices,
                           const double *rest_volume, const double *compliance, int j,
-                          double inv_h, double hh)
+                          int follow_vel, double inv_h, double hh)
 {
     const int32_t *s = simplices + 4L * j;
     const double *p0 = pos + 3L * s[0], *p1 = pos + 3L * s[1], *p2 = pos + 3L * s[2],
@@ -534,7 +597,7 @@ PS_INLINE void volume_tet(double *pos, double *vel, double *withheld, double *la
         for (int c = 0; c < 3; c++) {
             double dx = wk * G[i][c];
             x[c] = x[c] + dx;
-            v[c] = v[c] + dx * inv_h * f;
+            if (follow_vel) v[c] = v[c] + dx * inv_h * f;
         }
         if (f < 1.0)
             for (int c = 0; c < 3; c++) {
@@ -548,10 +611,11 @@ PS_INLINE void volume_tet(double *pos, double *vel, double *withheld, double *la
 void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     const double *inv_mass, const int32_t *simplices, const double *rest_volume,
                     const double *compliance, const int32_t *order,
-                    const int32_t *batch_start, int m, int nbatch, int dim, double h)
+                    const int32_t *batch_start, int m, int nbatch, int dim, int follow,
+                    double h)
 {
     double inv_h = 1.0 / h, hh = h * h;
-    int k = dim + 1;
+    int k = dim + 1, follow_vel = follow != 0;
     if (dim == 3) {
 #if defined(__AVX2__)
         int use_wide = wide();
@@ -560,12 +624,12 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
             int t = batch_start[bt];
 #if defined(__AVX2__)
             t = volume_batch_3d_avx(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                    compliance, order, t, batch_start[bt + 1], inv_h, hh,
-                                    use_wide);
+                                    compliance, order, t, batch_start[bt + 1], follow_vel, inv_h,
+                                    hh, use_wide);
 #endif
             for (; t < batch_start[bt + 1]; t++)
                 volume_tet(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                           compliance, order[t], inv_h, hh);
+                           compliance, order[t], follow_vel, inv_h, hh);
         }
         return;
     }
@@ -598,7 +662,7 @@ void ps_xpbd_volume(double *pos, double *vel, double *withheld, double *lambda,
                     double dx = w * lam * g[i][c];
                     long q = (long)s[i] * dim + c;
                     pos[q] = pos[q] + dx;
-                    vel[q] = vel[q] + dx * inv_h * f;
+                    if (follow_vel) vel[q] = vel[q] + dx * inv_h * f;
                     if (f < 1.0) withheld[q] = withheld[q] + dx * inv_h * (1.0 - f);
                 }
             }
@@ -848,7 +912,7 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
             continue;
         }
         if (dim == 3) {  /* x_i = c + R q_i, v_i = u + w x (R q_i) */
-            ps_fit3 f = ps_rigid_fit3(pos, vel, rows, q, count);
+            ps_fit3 f = ps_rigid_fit3(pos, vel, rows, q, count, 1);
             for (int e = 0; e < count; e++) {
                 long i = rows[e];
                 if (inv_mass[i] == 0.0) continue;

@@ -12,14 +12,16 @@
  * PS_LOAD_ROWS and PS_STORE_ROWS (x, y, z of four lanes from and back to their rows of a
  * 3-column array). */
 
-/* Distance constraints order[t .. stop) of one batch, four at a time (distance_3d's solve). */
-static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, double *withheld,
+/* Distance constraints order[t .. stop) of one batch, four at a time (distance_3d's solve;
+ * with follow_vel 0 the positions-only one, which neither reads nor writes vel). */
+static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, double *withheld,
                                                      double *lambda, const double *inv_mass,
+                                                     const double *prev_pos,
                                                      const int32_t *pairs,
                                                      const double *rest_length,
                                                      const double *compliance,
                                                      const int32_t *order, int t, int stop,
-                                                     double inv_h_, double hh_)
+                                                     int follow_vel, double inv_h_, double hh_)
 {
     const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
     const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), sign = _mm256_set1_pd(-0.0);
@@ -35,8 +37,10 @@ static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, d
         __m256d xa[3], xb[3], va[3], vb[3], d[3], g[3];
         PS_LOAD_ROWS(pos, a, &xa[0], &xa[1], &xa[2]);
         PS_LOAD_ROWS(pos, b, &xb[0], &xb[1], &xb[2]);
-        PS_LOAD_ROWS(vel, a, &va[0], &va[1], &va[2]);
-        PS_LOAD_ROWS(vel, b, &vb[0], &vb[1], &vb[2]);
+        if (follow_vel) {
+            PS_LOAD_ROWS(vel, a, &va[0], &va[1], &va[2]);
+            PS_LOAD_ROWS(vel, b, &vb[0], &vb[1], &vb[2]);
+        }
         for (int c = 0; c < 3; c++) d[c] = _mm256_sub_pd(xb[c], xa[c]);
         __m256d len2 = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(zero, _mm256_mul_pd(d[0], d[0])),
                                                    _mm256_mul_pd(d[1], d[1])),
@@ -56,31 +60,61 @@ static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, d
                                                  _mm256_mul_pd(at, lam)),
                                    _mm256_add_pd(w, at));
         __m256d lam_new = _mm256_blendv_pd(lam, _mm256_add_pd(lam, sv), live);
-        __m256d u = zero;
-        for (int c = 0; c < 3; c++)
-            u = _mm256_add_pd(u, _mm256_mul_pd(_mm256_sub_pd(vb[c], va[c]), g[c]));
-        /* follow(u, w s / h); a dead lane counts as within (its f is not used) */
         __m256d du = _mm256_mul_pd(_mm256_mul_pd(w, sv), inv_h);
-        __m256d abs_u = _mm256_andnot_pd(sign, u), abs_du = _mm256_andnot_pd(sign, du);
-        __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(abs_u, cap),
-                                        _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ));
-        __m256d within = _mm256_cmp_pd(abs_du, most, _CMP_LE_OQ);
-        int capped = _mm256_movemask_pd(_mm256_andnot_pd(within, live));
-        __m256d f = capped ? _mm256_blendv_pd(_mm256_div_pd(most, abs_du), one, within) : one;
+        __m256d abs_du = _mm256_andnot_pd(sign, du);
+        __m256d u = zero;
+        int capped = 0;
+        if (follow_vel) {
+            for (int c = 0; c < 3; c++)
+                u = _mm256_add_pd(u, _mm256_mul_pd(_mm256_sub_pd(vb[c], va[c]), g[c]));
+            capped = 1;  /* (worked out below) */
+        } else if (_mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(abs_du, cap, _CMP_NLE_UQ), live))) {
+            /* some lane past the cap (rare): its u, relative_speed's, from the positions */
+            __m256d pa[3], pb[3], ha[3], hb[3];
+            PS_LOAD_ROWS(prev_pos, a, &pa[0], &pa[1], &pa[2]);
+            PS_LOAD_ROWS(prev_pos, b, &pb[0], &pb[1], &pb[2]);
+            PS_LOAD_ROWS(withheld, a, &ha[0], &ha[1], &ha[2]);
+            PS_LOAD_ROWS(withheld, b, &hb[0], &hb[1], &hb[2]);
+            for (int c = 0; c < 3; c++) {
+                __m256d r = _mm256_sub_pd(
+                    _mm256_mul_pd(_mm256_sub_pd(_mm256_sub_pd(xb[c], pb[c]), _mm256_sub_pd(xa[c], pa[c])),
+                                  inv_h),
+                    _mm256_sub_pd(hb[c], ha[c]));
+                u = _mm256_add_pd(u, _mm256_mul_pd(r, g[c]));
+            }
+            capped = 1;
+        }
+        /* follow(u, w s / h); a dead lane counts as within (its f is not used); in the
+         * positions-only solve a lane within the cap is within whatever u is */
+        __m256d f = one, within = one;
+        if (capped) {
+            __m256d abs_u = _mm256_andnot_pd(sign, u);
+            __m256d most = _mm256_blendv_pd(cap, _mm256_add_pd(abs_u, cap),
+                                            _mm256_cmp_pd(_mm256_mul_pd(du, u), zero, _CMP_LT_OQ));
+            within = _mm256_cmp_pd(abs_du, most, _CMP_LE_OQ);
+            if (!follow_vel)
+                within = _mm256_or_pd(within, _mm256_cmp_pd(abs_du, cap, _CMP_LE_OQ));
+            capped = _mm256_movemask_pd(_mm256_andnot_pd(within, live));
+            if (capped) f = _mm256_blendv_pd(_mm256_div_pd(most, abs_du), one, within);
+        }
         __m256d sa = _mm256_mul_pd(wa, sv), sb = _mm256_mul_pd(wb, sv);
         for (int c = 0; c < 3; c++) {  /* distance_3d's da, db and its updates */
             __m256d da = _mm256_mul_pd(sa, g[c]), db = _mm256_mul_pd(sb, g[c]);
             xa[c] = _mm256_blendv_pd(xa[c], _mm256_sub_pd(xa[c], da), live);
             xb[c] = _mm256_blendv_pd(xb[c], _mm256_add_pd(xb[c], db), live);
-            va[c] = _mm256_blendv_pd(
-                va[c], _mm256_sub_pd(va[c], _mm256_mul_pd(_mm256_mul_pd(da, inv_h), f)), live);
-            vb[c] = _mm256_blendv_pd(
-                vb[c], _mm256_add_pd(vb[c], _mm256_mul_pd(_mm256_mul_pd(db, inv_h), f)), live);
+            if (follow_vel) {
+                va[c] = _mm256_blendv_pd(
+                    va[c], _mm256_sub_pd(va[c], _mm256_mul_pd(_mm256_mul_pd(da, inv_h), f)), live);
+                vb[c] = _mm256_blendv_pd(
+                    vb[c], _mm256_add_pd(vb[c], _mm256_mul_pd(_mm256_mul_pd(db, inv_h), f)), live);
+            }
         }
         PS_STORE_ROWS(pos, a, xa[0], xa[1], xa[2]);
         PS_STORE_ROWS(pos, b, xb[0], xb[1], xb[2]);
-        PS_STORE_ROWS(vel, a, va[0], va[1], va[2]);
-        PS_STORE_ROWS(vel, b, vb[0], vb[1], vb[2]);
+        if (follow_vel) {
+            PS_STORE_ROWS(vel, a, va[0], va[1], va[2]);
+            PS_STORE_ROWS(vel, b, vb[0], vb[1], vb[2]);
+        }
         double ln[4];
         _mm256_storeu_pd(ln, lam_new);
         for (int e = 0; e < 4; e++) lambda[j[e]] = ln[e];
@@ -101,14 +135,15 @@ static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d)(double *pos, double *vel, d
     return t;
 }
 
-/* Tetrahedra order[t .. stop) of one batch, four at a time (volume_tet's solve). */
-static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, double *withheld,
+/* Tetrahedra order[t .. stop) of one batch, four at a time (volume_tet's solve; with
+ * follow_vel 0 it neither reads nor writes vel). */
+static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, double *withheld,
                                                    double *lambda, const double *inv_mass,
                                                    const int32_t *simplices,
                                                    const double *rest_volume,
                                                    const double *compliance,
                                                    const int32_t *order, int t, int stop,
-                                                   double inv_h_, double hh)
+                                                   int follow_vel, double inv_h_, double hh)
 {
     const __m256d zero = _mm256_setzero_pd(), sign = _mm256_set1_pd(-0.0), one = _mm256_set1_pd(1.0);
     const __m256d six = _mm256_set1_pd(6.0), thirty_six = _mm256_set1_pd(36.0);
@@ -117,6 +152,14 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
     const __m256d cap2 = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED);
     for (; t + 4 <= stop; t += 4) {
         int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
+        if (t + PS_AHEAD + 4 <= stop)  /* the corners and data of the tetrahedra PS_AHEAD on */
+            for (int e = 0; e < 4; e++) {
+                int k = order[t + PS_AHEAD + e];
+                _mm_prefetch((const char *)(simplices + 4L * k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(lambda + k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(rest_volume + k), _MM_HINT_T0);
+                _mm_prefetch((const char *)(compliance + k), _MM_HINT_T0);
+            }
         long r[4][4];  /* r[i][lane]: corner i's row */
         for (int e = 0; e < 4; e++) {
             const int32_t *s = simplices + 4L * j[e];
@@ -160,7 +203,9 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
         __m256d comp = _mm256_set_pd(compliance[j[3]], compliance[j[2]], compliance[j[1]],
                                      compliance[j[0]]);
         __m256d lam = _mm256_set_pd(lambda[j[3]], lambda[j[2]], lambda[j[1]], lambda[j[0]]);
-        __m256d at = _mm256_div_pd(comp, hhv);
+        /* compliance 0 (every lane): alpha~ = 0 / h^2 is the compliance itself, bit for bit */
+        __m256d at = _mm256_movemask_pd(_mm256_cmp_pd(comp, zero, _CMP_NEQ_UQ))
+                     ? _mm256_div_pd(comp, hhv) : comp;
         __m256d num = _mm256_mul_pd(six, _mm256_sub_pd(_mm256_xor_pd(C, sign), _mm256_mul_pd(at, lam)));
         __m256d k = _mm256_div_pd(num, _mm256_add_pd(D, _mm256_mul_pd(thirty_six, at)));
         __m256d live = _mm256_cmp_pd(D, zero, _CMP_GT_OQ);  /* volume_tet skips !(D > 0) */
@@ -177,15 +222,16 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
         for (int i = 0; i < 4; i++) {  /* volume_tet's wk, dx and its updates */
             __m256d x[3], v[3];
             wk[i] = _mm256_mul_pd(w[i], k);
-            PS_LOAD_ROWS(vel, r[i], &v[0], &v[1], &v[2]);
+            if (follow_vel) PS_LOAD_ROWS(vel, r[i], &v[0], &v[1], &v[2]);
             for (int c = 0; c < 3; c++) {
                 __m256d dx = _mm256_mul_pd(wk[i], G[i][c]);
                 x[c] = _mm256_blendv_pd(p[i][c], _mm256_add_pd(p[i][c], dx), live);
-                v[c] = _mm256_blendv_pd(
-                    v[c], _mm256_add_pd(v[c], _mm256_mul_pd(_mm256_mul_pd(dx, inv_h), f)), live);
+                if (follow_vel)
+                    v[c] = _mm256_blendv_pd(
+                        v[c], _mm256_add_pd(v[c], _mm256_mul_pd(_mm256_mul_pd(dx, inv_h), f)), live);
             }
             PS_STORE_ROWS(pos, r[i], x[0], x[1], x[2]);
-            PS_STORE_ROWS(vel, r[i], v[0], v[1], v[2]);
+            if (follow_vel) PS_STORE_ROWS(vel, r[i], v[0], v[1], v[2]);
         }
         if (capped) {  /* rare: the capped lanes' withheld shares, as volume_tet adds them */
             double fl[4], wkl[4][4], Gl[4][3][4];
@@ -205,4 +251,42 @@ static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d)(double *pos, double *vel, dou
         }
     }
     return t;
+}
+
+/* The two solves as functions of their own, follow_vel a constant in each (the positions-only
+ * one keeps no velocity in its registers). */
+static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_follow)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const double *prev_pos, const int32_t *pairs, const double *rest_length,
+    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                      rest_length, compliance, order, t, stop, 1, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_still)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const double *prev_pos, const int32_t *pairs, const double *rest_length,
+    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
+                                      rest_length, compliance, order, t, stop, 0, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_follow)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const int32_t *simplices, const double *rest_volume, const double *compliance,
+    const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                    compliance, order, t, stop, 1, inv_h, hh);
+}
+
+static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_still)(
+    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
+    const int32_t *simplices, const double *rest_volume, const double *compliance,
+    const int32_t *order, int t, int stop, double inv_h, double hh)
+{
+    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
+                                    compliance, order, t, stop, 0, inv_h, hh);
 }

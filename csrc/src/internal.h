@@ -224,21 +224,23 @@ PS_INLINE void ps_best_rotation(double R[9], const double S[3][3])
 
 
 /* A 3D body's best-fit rigid motion (bodies.c's header): the members' mean position c and
- * velocity u, the rotation R best taking rest offsets q to r_i = x_i - c (Horn), the spin w
- * solving I w = sum r_i x (v_i - u) with I = sum |r_i|^2 1 - r_i r_i^T (by its adjugate;
- * members on a line: w = 2 L / tr I), and det S (S = sum q_i r_i^T; < 0: mirrored). Sums in
- * member order. */
+ * velocity u, the rotation R best taking rest offsets q to r_i = x_i - c (Horn; only if
+ * `rotation`, else left to ps_best_rotation(f.R, f.S) when needed), the spin w solving
+ * I w = sum r_i x (v_i - u) with I = sum |r_i|^2 1 - r_i r_i^T (by its adjugate; members on a
+ * line: w = 2 L / tr I), and det S (S = sum q_i r_i^T; < 0: mirrored). Sums in member order. */
 typedef struct {
-    double c[3], u[3], R[9], w[3], det;
+    double c[3], u[3], R[9], w[3], det, S[3][3];
 } ps_fit3;
 
 PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int32_t *idx,
-                                const double *q, int m)
+                                const double *q, int m, int rotation)
 {
     ps_fit3 f;
     double *c = f.c, *u = f.u, *w = f.w;
     for (int a = 0; a < 3; a++) c[a] = 0.0, u[a] = 0.0, w[a] = 0.0;
-    double S[3][3] = {{0.0}}, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
+    double (*S)[3] = f.S, L[3] = {0.0, 0.0, 0.0}, I[3][3] = {{0.0}};
+    for (int a = 0; a < 3; a++)
+        for (int e = 0; e < 3; e++) S[a][e] = 0.0;
 #if defined(__AVX2__)
     /* the sums below with the three axes as vector lanes (lane 3 unused): each lane does the
      * scalar loop's operations in its order, so the same bits */
@@ -313,7 +315,10 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
             for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + ((a == e ? rr : 0.0) - r[a] * r[e]);
     }
 #endif
-    ps_best_rotation(f.R, S);
+    if (rotation)
+        ps_best_rotation(f.R, (const double (*)[3])S);
+    else
+        for (int a = 0; a < 9; a++) f.R[a] = a % 4 == 0 ? 1.0 : 0.0;  /* (not fitted) */
     f.det = S[0][0] * (S[1][1] * S[2][2] - S[1][2] * S[2][1])
             - S[0][1] * (S[1][0] * S[2][2] - S[1][2] * S[2][0])
             + S[0][2] * (S[1][0] * S[2][1] - S[1][1] * S[2][0]);

@@ -18,7 +18,7 @@ from pysoft import _validate
 from pysoft._coloring import Batches
 from pysoft._ecs import Column, RowView
 from pysoft._frame import Op
-from pysoft._kernels import Arg, Kernel, register
+from pysoft._kernels import REGISTRY, Arg, Kernel, register
 from pysoft._store import Field
 from pysoft.features._feature import PROBE_H, Context, Feature
 from pysoft.features._links import Links, Pair, pair_entities
@@ -52,9 +52,9 @@ _SOLVE = (Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.i
 register(
     Kernel("xpbd_distance", "constraints",
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m",)),
-            Arg("inv_mass", _S), Arg("pairs", ("m", 2), np.int32), Arg("rest_length", ("m",)),
-            Arg("compliance", ("m",)), *_SOLVE),
-           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
+            Arg("inv_mass", _S), Arg("prev_pos", _P), Arg("pairs", ("m", 2), np.int32),
+            Arg("rest_length", ("m",)), Arg("compliance", ("m",)), *_SOLVE),
+           ("m", "nbatch", "dim"), ("follow", "h"), ("pos", "vel", "withheld", "lambda"),
            index_args=(("pairs", "n"),), check=_check_batches("pairs")),
     Kernel("settle_mass", "constraints",
            (Arg("settle_inv_mass", _S), Arg("support", _P), Arg("stuck", _S, np.int32),
@@ -74,7 +74,7 @@ register(
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m",)),
             Arg("inv_mass", _S), Arg("simplices", ("m", "dim+1"), np.int32),
             Arg("rest_volume", ("m",)), Arg("compliance", ("m",)), *_SOLVE),
-           ("m", "nbatch", "dim"), ("h",), ("pos", "vel", "withheld", "lambda"),
+           ("m", "nbatch", "dim"), ("follow", "h"), ("pos", "vel", "withheld", "lambda"),
            index_args=(("simplices", "n"),), check=_check_batches("simplices")),
     Kernel("xpbd_material", "constraints",
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m", 2)),
@@ -126,10 +126,24 @@ class _Solver:
         a = ctx.store.particles.arrays
         rest_of = {**{f: T.arrays[f] for f in (index, *binds)}, "order": self.batches.plan_order,
                    "batch_start": self.batches.plan_start}
-        moving = {"pos": a["pos"], "vel": a["vel"], "withheld": a["withheld"]}
+        spec = REGISTRY[kernel]
+        moving = {f: a[f] for f in ("pos", "vel", "withheld", "prev_pos")
+                  if any(arg.name == f for arg in spec.arrays)}
+        # whether the kernel can leave the velocities alone (follow 0: the positions-only solve)
+        self.follows = "follow" in spec.scalars
         self.solve = ctx.bind(kernel, inv_mass=a["inv_mass"], **moving, **rest_of)
         # the settle solve: particles static friction holds this substep count as immovable
         self.settle = ctx.bind(kernel, inv_mass=a["settle_inv_mass"], **moving, **rest_of)
+
+    def run(self, nbatch: int, dim: int, h: float, settle: bool, follow: int) -> None:
+        """One sweep over the constraints (the settle solve's if ``settle``); ``follow`` 0:
+        the velocities are left alone where the kernel can leave them (distances and volumes;
+        the material kernel's always follow)."""
+        call = self.settle if settle else self.solve
+        if self.follows:
+            call(self.table.n, nbatch, dim, follow, h)
+        else:
+            call(self.table.n, nbatch, dim, h)
 
     def add(self, what: str, make: Any, ends: np.ndarray, rows: np.ndarray, **values: Any) -> list[int]:
         entities = self.links.add(what, make, ends, rows, **values)
@@ -181,9 +195,19 @@ class _ConstraintTerm:
             plans.append(s.batches.plan(s.links.index))
             s.table.arrays["lambda"][: s.table.n] = 0.0
         dim = self.ctx.dim
+        follow = int(not self.positions_only(settle))
         for _ in range(self.ctx.settings._constraint_iterations if live else 0):
             for s, nbatch in zip(live, plans, strict=True):
-                (s.settle if settle else s.solve)(s.table.n, nbatch, dim, h)
+                s.run(nbatch, dim, h, settle, follow)
+
+    def positions_only(self, settle: bool) -> bool:
+        """Whether the sweep can leave the velocities alone: the main solve (not the settle)
+        of a 3D world under integrator "xpbd", whose velocity update v = (x - p) / h -
+        withheld (the Constraints stage's, right after this term) sets every velocity the
+        solve would have moved (the distances' caps take the ends' relative velocity from
+        the positions instead). The 2D solve's vectorised loop keeps the velocities
+        following."""
+        return not settle and self.ctx.dim == 3 and self.ctx.settings._integrator == "xpbd"
 
 
 class _SettleTerm:
@@ -329,7 +353,7 @@ class Constraints(Feature):
                                  ("lambda", "dm_inv", "compliance"))
         self.solvers = (self.distances, self.volumes, self.materials)
         self.untangle = _UntangleTerm(ctx, self.volumes)
-        term = _ConstraintTerm(ctx, self.solvers, self.untangle)
+        self.term = term = _ConstraintTerm(ctx, self.solvers, self.untangle)
         ctx.pipeline.constraints.append(term)
         self.settle = _SettleTerm(ctx, term)
         ctx.pipeline.settle.append(self.settle)
@@ -433,8 +457,8 @@ class Constraints(Feature):
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         dim, n = self.ctx.dim, self.ctx.store.particles.n
         probes: dict[str, tuple[int, Callable[[], Any]]] = {
-            s.kernel: (s.table.n, functools.partial(s.solve, s.table.n, s.batches.plan(s.links.index), dim,
-                                                    PROBE_H))
+            s.kernel: (s.table.n, functools.partial(s.run, s.batches.plan(s.links.index), dim, PROBE_H,
+                                                    False, int(not self.term.positions_only(False))))
             for s in self.solvers}
         probes["settle_mass"] = (n, lambda: self.settle.bound()(n, self.settle.bodies.n, dim))
         m = self.volumes.table.n

@@ -336,6 +336,8 @@ def _shape_match_3d(force: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, me
     k = np.where(f.det < 0.0, unmirrored(stiffness[:nb]), stiffness[:nb])
     target = f.c[body] + rotated(f.R[body], q)
     mk, md = (mass[idx] * k[body])[:, None], (mass[idx] * damping[body])[:, None]
-    out = mk * (target - x) + md * ((f.u[body] + cross(f.w[body], r)) - v)
+    damp = md * ((f.u[body] + cross(f.w[body], r)) - v)
+    # a body with no pull (k = 0) gets its damping alone (C fits no rotation for it)
+    out = np.where((k[body] != 0.0)[:, None], mk * (target - x) + damp, damp)
     live = inv_mass[idx] != 0.0
     scatter_add(force, idx[live], out[live])

@@ -24,11 +24,14 @@ def _withhold(withheld: F64, rows: I32, dx: F64, inv_h: float, f: F64, capped: n
 
 
 def xpbd_distance(
-    pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, pairs: I32, rest_length: F64,
-    compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int, dim: int, h: float,
+    pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, prev_pos: F64, pairs: I32,
+    rest_length: F64, compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int,
+    dim: int, follow: int, h: float,
 ) -> None:
     """XPBD distance constraints, one batch of independent constraints at a time; the share
-    of a capped correction that velocities do not follow goes to ``withheld``."""
+    of a capped correction that velocities do not follow goes to ``withheld``. ``follow`` 0:
+    velocities are left alone (the positions-only solve) and the ends' relative velocity is
+    the one the "xpbd" velocity update would give them now, needed only past the cap."""
     inv_h, hh = 1.0 / h, h * h
     for bt in range(nbatch):
         j = order[batch_start[bt] : batch_start[bt + 1]]
@@ -43,10 +46,16 @@ def xpbd_distance(
         lam[j] = lam[j] + s
         # 3D: d (1 / |d|), one division (constraints.c's distance_3d); 2D: d / |d|
         g = d * (1.0 / length)[:, None] if dim == 3 else d / length[:, None]
-        f = _follow(dot(vel[b] - vel[a], g, dim), (wa + wb) * s * inv_h)[:, None]
+        du = (wa + wb) * s * inv_h
+        if follow:
+            f = _follow(dot(vel[b] - vel[a], g, dim), du)[:, None]
+        else:  # within the cap whatever u is
+            r = ((pos[b] - prev_pos[b]) - (pos[a] - prev_pos[a])) * inv_h - (withheld[b] - withheld[a])
+            f = np.where(np.abs(du) <= MAX_CORRECTION_SPEED, 1.0, _follow(dot(r, g, dim), du))[:, None]
         da, db = (wa * s)[:, None] * g, (wb * s)[:, None] * g
         pos[a], pos[b] = pos[a] - da, pos[b] + db
-        vel[a], vel[b] = vel[a] - da * inv_h * f, vel[b] + db * inv_h * f
+        if follow:
+            vel[a], vel[b] = vel[a] - da * inv_h * f, vel[b] + db * inv_h * f
         capped = f[:, 0] < 1.0
         if capped.any():
             _withhold(withheld, a, -da, inv_h, f, capped)
@@ -83,14 +92,15 @@ def _simplex(pos: F64, s: I32, dim: int) -> tuple[F64, F64]:
 def xpbd_volume(
     pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, simplices: I32,
     rest_volume: F64, compliance: F64, order: I32, batch_start: I32, m: int, nbatch: int,
-    dim: int, h: float,
+    dim: int, follow: int, h: float,
 ) -> None:
-    """XPBD area (2D) / volume (3D) constraints, one batch at a time."""
+    """XPBD area (2D) / volume (3D) constraints, one batch at a time; ``follow`` 0: velocities
+    are left alone (the positions-only solve)."""
     inv_h, hh = 1.0 / h, h * h
     if dim == 3:
         for bt in range(nbatch):
             _tet_batch(pos, vel, withheld, lam, inv_mass, simplices, rest_volume, compliance,
-                       order[batch_start[bt] : batch_start[bt + 1]], inv_h, hh)
+                       order[batch_start[bt] : batch_start[bt + 1]], follow, inv_h, hh)
         return
     for bt in range(nbatch):
         j = order[batch_start[bt] : batch_start[bt + 1]]
@@ -125,13 +135,15 @@ def xpbd_volume(
             dx = (w[ok, i] * d_lam[ok])[:, None] * g[ok, i]
             rows = s[ok, i]
             pos[rows] = pos[rows] + dx
-            vel[rows] = vel[rows] + dx * inv_h * f
+            if follow:
+                vel[rows] = vel[rows] + dx * inv_h * f
             if any_capped:
                 _withhold(withheld, rows, dx, inv_h, f, capped)
 
 
 def _tet_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, simplices: I32,
-               rest_volume: F64, compliance: F64, j: I32, inv_h: float, hh: float) -> None:
+               rest_volume: F64, compliance: F64, j: I32, follow: int, inv_h: float,
+               hh: float) -> None:
     """One batch of tetrahedra (constraints.c's volume_tet): six times the gradients."""
     s = simplices[j]
     p0 = pos[s[:, 0]]
@@ -165,7 +177,8 @@ def _tet_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, simpl
         dx = (w[:, i] * k)[:, None] * G[:, i]
         rows = s[:, i]
         pos[rows] = pos[rows] + dx
-        vel[rows] = vel[rows] + dx * inv_h * f
+        if follow:
+            vel[rows] = vel[rows] + dx * inv_h * f
         if any_capped:
             _withhold(withheld, rows, dx, inv_h, f, capped)
 
