@@ -40,8 +40,8 @@ typedef struct {
     const int32_t *flags, *body_category, *body_mask;
     const double *body_friction, *body_restitution;
     /* 3D: the pass's start positions, each triangle's grown box, the bodies' boxes, and the
-     * most particles have moved from snap (each coordinate) so far: moved[0] any particle,
-     * moved[1] one of no body or several (a body's own in its box, see contacts3d.c) */
+     * most any particle has moved from snap (each coordinate) so far (each body's own in its
+     * box, see contacts3d.c) */
     const double *snap, *tbox;
     double *aabb, *moved;
     double h, inv_h, rest_speed;

@@ -135,8 +135,8 @@ static inline double dot3(const double *u, const double *v)
 }
 
 /* The most particle i has moved from the pass's start (each coordinate), noted where it
- * counts (a NaN counts as infinitely far): in moved[0] (any particle), and in its body's box
- * (box[8]) or, for a particle of no body or of several, in moved[1]. */
+ * counts (a NaN counts as infinitely far): in *moved (any particle's) and, for a particle of
+ * one body, in that body's box (box[8]). */
 static inline void note_move(const Scene *s, int i)
 {
     double most = 0.0;
@@ -146,18 +146,16 @@ static inline void note_move(const Scene *s, int i)
         if (!(e <= most)) most = e == e ? e : INFINITY;
     }
     int o = s->owner[i];
-    double *own = o >= 0 ? s->aabb + PS_BOX * (long)o + 8 : s->moved + 1;
-    if (!(most <= s->moved[0])) s->moved[0] = most;
-    if (!(most <= *own)) *own = most;
+    if (!(most <= *s->moved)) *s->moved = most;
+    if (o >= 0 && !(most <= s->aabb[PS_BOX * (long)o + 8])) s->aabb[PS_BOX * (long)o + 8] = most;
 }
 
-/* The most a corner of body B's surface (its box `box`) has moved from the pass's start:
- * its own particles' (box[8]) and those of no body or several, or, if its surface has a row
- * of another body (box[9]), any particle's */
+/* The most a corner of body B's surface (its box `box`) has moved from the pass's start: the
+ * most its own particles have (box[8]), or, if its surface has a row that is not B's alone
+ * (box[9]: of another body, of several, of none), the most any particle has */
 static inline double surface_moved(const Scene *s, const double *box)
 {
-    if (box[9] != 0.0) return s->moved[0];
-    return box[8] > s->moved[1] ? box[8] : s->moved[1];
+    return box[9] != 0.0 ? *s->moved : box[8];
 }
 
 /* The share (0 to 1) of a contact's push that keeps each particle it moves within `reach`
@@ -740,7 +738,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         int nentries, int npairs, int iterations, int particle_collisions,
                         double h, double rest_speed)
 {
-    double moved[2] = {0.0, 0.0};
+    double moved = 0.0;
     Scene s = {.pos = pos, .vel = vel, .contact_point = contact_point, .contact_normal = contact_normal,
                .contact_impulse = contact_impulse, .contact_body = contact_body, .prev_pos = prev_pos,
                .support = support, .radius = radius, .inv_mass = inv_mass, .friction = friction,
@@ -749,7 +747,8 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                .outline_count = outline_count, .member = member, .member_start = member_start,
                .member_count = member_count, .flags = body_flags, .body_category = body_category,
                .body_mask = body_mask, .body_friction = body_friction,
-               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .aabb = aabb, .moved = moved,
+               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .aabb = aabb,
+               .moved = &moved,
                .h = h, .inv_h = 1.0 / h, .rest_speed = rest_speed};
     int listed = fat_state[0] == 1.0;
     double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
@@ -785,7 +784,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         for (int d = 0; d < 3; d++) lo[d] = hi[d] = snap[3L * o[0] + d];
         for (int k = 0; k < m; k++) {
             sig = mix(sig, o[k]);
-            if (owner[o[k]] != b) box[9] = 1.0; /* a row of another body: see surface_moved */
+            if (owner[o[k]] != b) box[9] = 1.0; /* a row not b's alone: see surface_moved */
             for (int d = 0; d < 3; d++) {
                 double c = snap[3L * o[k] + d];
                 if (c < lo[d]) lo[d] = c;
