@@ -530,7 +530,7 @@ def _body_contacts_3d(rng: np.random.Generator, n: int) -> dict[str, Any]:
     nentries = 8 * nb + 8
     return {
         **args, "pos": pos, "vel": p["vel"], "contact_point": np.zeros((n, 3)),
-        "contact_normal": np.zeros((n, 3)), "snap": np.zeros((n, 3)), "aabb": np.zeros((nb, 8)),
+        "contact_normal": np.zeros((n, 3)), "snap": np.zeros((n, 3)), "aabb": np.zeros((nb, 10)),
         "bucket_body": np.zeros(nentries, dtype=np.int32), "edge": np.zeros((len(flat(surfaces)), 4)),
         "fat_pos": np.zeros((n, 3)), "fat_body": np.zeros(max(nb, 2 * n), dtype=np.int32),
         "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0, 0.0]], 0.0),
@@ -593,7 +593,7 @@ def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str
     return {
         "pos": pos, "vel": p["vel"], "contact_body": np.full(n, -1, dtype=np.int32),
         "contact_point": np.zeros((n, 2)), "contact_normal": np.zeros((n, 2)),
-        "contact_impulse": np.zeros(n), "snap": np.zeros((n, 2)), "aabb": np.zeros((nb, 8)),
+        "contact_impulse": np.zeros(n), "snap": np.zeros((n, 2)), "aabb": np.zeros((nb, 10)),
         "bucket_start": np.zeros(nbuckets + 1, dtype=np.int32),
         "bucket_body": np.zeros(nentries, dtype=np.int32),
         "cell_start": np.zeros(nbuckets + 1, dtype=np.int32),

@@ -768,6 +768,167 @@ PS_INLINE void material_one(double *pos, double *vel, double *withheld, double *
         }
 }
 
+#if defined(__AVX2__)
+/* The x86-64-v3 build: material tets order[t .. stop) of one batch (no two share a particle),
+ * four at a time, material_one's arithmetic lane by lane in its order (the vector divide and
+ * square root round as the scalar ones; -(x) flips the sign bit as the scalar negation does),
+ * so the same bits. A lane material_one would leave (no compliance, no mass, no direction)
+ * stores what it loaded; capped lanes' withheld shares are added as material_one adds them.
+ * Returns the first entry it left to the scalar loop. */
+static int material_batch_avx2(double *pos, double *vel, double *withheld, double *lambda,
+                               const double *inv_mass, const int32_t *tets, const double *dm_inv,
+                               const double *compliance, const int32_t *order, int t, int stop,
+                               double inv_h_, double hh_)
+{
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
+    const __m256d three = _mm256_set1_pd(3.0), sign = _mm256_set1_pd(-0.0);
+    const __m256d inv_h = _mm256_set1_pd(inv_h_), hh = _mm256_set1_pd(hh_);
+    const __m256d ih2 = _mm256_set1_pd(inv_h_ * inv_h_), cap = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED);
+    const __m256d cap2 = _mm256_set1_pd(PS_MAX_CORRECTION_SPEED * PS_MAX_CORRECTION_SPEED);
+#define ADD _mm256_add_pd
+#define SUB _mm256_sub_pd
+#define MUL _mm256_mul_pd
+    for (; t + 4 <= stop; t += 4) {
+        int j[4] = {order[t], order[t + 1], order[t + 2], order[t + 3]};
+        long r[4][4]; /* r[i][lane]: corner i's row */
+        for (int e = 0; e < 4; e++)
+            for (int i = 0; i < 4; i++) r[i][e] = tets[4L * j[e] + i];
+        __m256d cd = _mm256_set_pd(compliance[2 * j[3]], compliance[2 * j[2]], compliance[2 * j[1]],
+                                   compliance[2 * j[0]]);
+        __m256d ch = _mm256_set_pd(compliance[2 * j[3] + 1], compliance[2 * j[2] + 1],
+                                   compliance[2 * j[1] + 1], compliance[2 * j[0] + 1]);
+        __m256d w[4], p[4][3], v[4][3];
+        for (int i = 0; i < 4; i++) {
+            w[i] = _mm256_set_pd(inv_mass[r[i][3]], inv_mass[r[i][2]], inv_mass[r[i][1]], inv_mass[r[i][0]]);
+            three_rows4(pos, r[i], &p[i][0], &p[i][1], &p[i][2]);
+        }
+        __m256d live = _mm256_and_pd(_mm256_cmp_pd(cd, zero, _CMP_GT_OQ), _mm256_cmp_pd(ch, zero, _CMP_GT_OQ));
+        __m256d massless = _mm256_and_pd(
+            _mm256_and_pd(_mm256_cmp_pd(w[0], zero, _CMP_EQ_OQ), _mm256_cmp_pd(w[1], zero, _CMP_EQ_OQ)),
+            _mm256_and_pd(_mm256_cmp_pd(w[2], zero, _CMP_EQ_OQ), _mm256_cmp_pd(w[3], zero, _CMP_EQ_OQ)));
+        live = _mm256_andnot_pd(massless, live);
+        if (!_mm256_movemask_pd(live)) continue;
+        __m256d B[9];
+        for (int q = 0; q < 9; q++)
+            B[q] = _mm256_set_pd(dm_inv[9L * j[3] + q], dm_inv[9L * j[2] + q], dm_inv[9L * j[1] + q],
+                                 dm_inv[9L * j[0] + q]);
+        __m256d e[3][3], f[3][3], c[3][3], D[3][3];
+        for (int k = 0; k < 3; k++)
+            for (int a = 0; a < 3; a++) e[k][a] = SUB(p[k + 1][a], p[0][a]);
+        for (int b = 0; b < 3; b++)
+            for (int a = 0; a < 3; a++)
+                f[b][a] = ADD(ADD(MUL(e[0][a], B[b]), MUL(e[1][a], B[3 + b])), MUL(e[2][a], B[6 + b]));
+        for (int b = 0; b < 3; b++)
+            for (int d = 0; d < 3; d++) {
+                __m256d dot = ADD(ADD(MUL(f[b][0], f[d][0]), MUL(f[b][1], f[d][1])), MUL(f[b][2], f[d][2]));
+                D[b][d] = MUL(half, SUB(dot, b == d ? one : zero));
+            }
+        __m256d third = _mm256_div_pd(ADD(ADD(D[0][0], D[1][1]), D[2][2]), three), r2 = zero;
+        for (int b = 0; b < 3; b++) {
+            D[b][b] = SUB(D[b][b], third);
+            for (int d = 0; d < 3; d++) r2 = ADD(r2, MUL(D[b][d], D[b][d]));
+        }
+        __m256d CD = _mm256_sqrt_pd(r2);
+        for (int b = 0; b < 3; b++) {
+            const __m256d *u = f[(b + 1) % 3], *vv = f[(b + 2) % 3];
+            c[b][0] = SUB(MUL(u[1], vv[2]), MUL(u[2], vv[1]));
+            c[b][1] = SUB(MUL(u[2], vv[0]), MUL(u[0], vv[2]));
+            c[b][2] = SUB(MUL(u[0], vv[1]), MUL(u[1], vv[0]));
+        }
+        __m256d CH = SUB(ADD(ADD(MUL(f[0][0], c[0][0]), MUL(f[0][1], c[0][1])), MUL(f[0][2], c[0][2])), one);
+        __m256d some = _mm256_cmp_pd(CD, zero, _CMP_GT_OQ), P[3][3];
+        for (int a = 0; a < 3; a++)
+            for (int d = 0; d < 3; d++) {
+                __m256d num = ADD(ADD(MUL(f[0][a], D[0][d]), MUL(f[1][a], D[1][d])), MUL(f[2][a], D[2][d]));
+                P[a][d] = _mm256_and_pd(some, _mm256_div_pd(num, CD));
+            }
+        __m256d gD[4][3], gH[4][3];
+        for (int k = 0; k < 3; k++)
+            for (int a = 0; a < 3; a++) {
+                gD[k + 1][a] = ADD(ADD(MUL(P[a][0], B[3 * k]), MUL(P[a][1], B[3 * k + 1])), MUL(P[a][2], B[3 * k + 2]));
+                gH[k + 1][a] = ADD(ADD(MUL(c[0][a], B[3 * k]), MUL(c[1][a], B[3 * k + 1])), MUL(c[2][a], B[3 * k + 2]));
+            }
+        for (int a = 0; a < 3; a++) {
+            gD[0][a] = _mm256_xor_pd(ADD(ADD(gD[1][a], gD[2][a]), gD[3][a]), sign);
+            gH[0][a] = _mm256_xor_pd(ADD(ADD(gH[1][a], gH[2][a]), gH[3][a]), sign);
+        }
+        __m256d sDD = zero, sDH = zero, sHH = zero;
+        for (int i = 0; i < 4; i++) {
+            __m256d dd = zero, dh = zero, h2 = zero;
+            for (int a = 0; a < 3; a++) {
+                dd = ADD(dd, MUL(gD[i][a], gD[i][a]));
+                dh = ADD(dh, MUL(gD[i][a], gH[i][a]));
+                h2 = ADD(h2, MUL(gH[i][a], gH[i][a]));
+            }
+            sDD = ADD(sDD, MUL(w[i], dd));
+            sDH = ADD(sDH, MUL(w[i], dh));
+            sHH = ADD(sHH, MUL(w[i], h2));
+        }
+        __m256d aD = _mm256_div_pd(cd, hh), aH = _mm256_div_pd(ch, hh);
+        __m256d gram = SUB(MUL(sDD, sHH), MUL(sDH, sDH));
+        gram = _mm256_and_pd(_mm256_cmp_pd(gram, zero, _CMP_GT_OQ), gram);
+        __m256d det = ADD(ADD(ADD(gram, MUL(aD, sHH)), MUL(aH, sDD)), MUL(aD, aH));
+        live = _mm256_and_pd(live, _mm256_and_pd(_mm256_cmp_pd(ADD(sDD, sHH), zero, _CMP_GT_OQ),
+                                                 _mm256_cmp_pd(det, zero, _CMP_GT_OQ)));
+        int lanes = _mm256_movemask_pd(live);
+        if (!lanes) continue;
+        double lam[8];
+        for (int e2 = 0; e2 < 4; e2++) lam[e2] = lambda[2 * j[e2]], lam[4 + e2] = lambda[2 * j[e2] + 1];
+        __m256d lD = _mm256_loadu_pd(lam), lH = _mm256_loadu_pd(lam + 4);
+        __m256d rD = SUB(_mm256_xor_pd(CD, sign), MUL(aD, lD)), rH = SUB(_mm256_xor_pd(CH, sign), MUL(aH, lH));
+        __m256d dD = _mm256_div_pd(SUB(MUL(rD, ADD(sHH, aH)), MUL(sDH, rH)), det);
+        __m256d dH = _mm256_div_pd(SUB(MUL(ADD(sDD, aD), rH), MUL(sDH, rD)), det);
+        _mm256_storeu_pd(lam, ADD(lD, dD));
+        _mm256_storeu_pd(lam + 4, ADD(lH, dH));
+        __m256d dx[4][3], top = zero;
+        for (int i = 0; i < 4; i++) {
+            __m256d d2 = zero;
+            for (int a = 0; a < 3; a++) {
+                dx[i][a] = MUL(w[i], ADD(MUL(dD, gD[i][a]), MUL(dH, gH[i][a])));
+                d2 = ADD(d2, MUL(dx[i][a], dx[i][a]));
+            }
+            top = _mm256_blendv_pd(top, d2, _mm256_cmp_pd(d2, top, _CMP_GT_OQ));
+        }
+        __m256d speed2 = MUL(top, ih2), capped = _mm256_cmp_pd(speed2, cap2, _CMP_GT_OQ);
+        int any_capped = _mm256_movemask_pd(_mm256_and_pd(capped, live));
+        __m256d share = any_capped ? _mm256_blendv_pd(one, _mm256_div_pd(cap, _mm256_sqrt_pd(speed2)), capped) : one;
+        for (int i = 0; i < 4; i++) {
+            three_rows4(vel, r[i], &v[i][0], &v[i][1], &v[i][2]);
+            __m256d np[3], nv[3];
+            for (int a = 0; a < 3; a++) {
+                np[a] = _mm256_blendv_pd(p[i][a], ADD(p[i][a], dx[i][a]), live);
+                nv[a] = _mm256_blendv_pd(v[i][a], ADD(v[i][a], MUL(MUL(dx[i][a], inv_h), share)), live);
+            }
+            store_rows4_avx2(pos, r[i], np[0], np[1], np[2]);
+            store_rows4_avx2(vel, r[i], nv[0], nv[1], nv[2]);
+        }
+        for (int e2 = 0; e2 < 4; e2++) {
+            if (!(lanes >> e2 & 1)) continue;
+            lambda[2 * j[e2]] = lam[e2];
+            lambda[2 * j[e2] + 1] = lam[4 + e2];
+        }
+        if (any_capped) { /* rare: the capped lanes' withheld shares, as material_one adds them */
+            double sh[4], d[4][3][4];
+            _mm256_storeu_pd(sh, share);
+            for (int i = 0; i < 4; i++)
+                for (int a = 0; a < 3; a++) _mm256_storeu_pd(d[i][a], dx[i][a]);
+            for (int e2 = 0; e2 < 4; e2++) {
+                if (!(lanes >> e2 & 1) || !(sh[e2] < 1.0)) continue;
+                for (int i = 0; i < 4; i++)
+                    for (int a = 0; a < 3; a++) {
+                        long q = 3L * r[i][e2] + a;
+                        withheld[q] = withheld[q] + d[i][a][e2] * inv_h_ * (1.0 - sh[e2]);
+                    }
+            }
+        }
+    }
+#undef ADD
+#undef SUB
+#undef MUL
+    return t;
+}
+#endif
+
 void ps_xpbd_material(double *pos, double *vel, double *withheld, double *lambda,
                       const double *inv_mass, const int32_t *tets, const double *dm_inv,
                       const double *compliance, const int32_t *order,
@@ -776,10 +937,16 @@ void ps_xpbd_material(double *pos, double *vel, double *withheld, double *lambda
     (void)m;
     if (dim != 3) return;
     double inv_h = 1.0 / h, hh = h * h;
-    for (int bt = 0; bt < nbatch; bt++)
-        for (int t = batch_start[bt]; t < batch_start[bt + 1]; t++)
+    for (int bt = 0; bt < nbatch; bt++) {
+        int t = batch_start[bt];
+#if defined(__AVX2__)
+        t = material_batch_avx2(pos, vel, withheld, lambda, inv_mass, tets, dm_inv, compliance, order,
+                                t, batch_start[bt + 1], inv_h, hh);
+#endif
+        for (; t < batch_start[bt + 1]; t++)
             material_one(pos, vel, withheld, lambda, inv_mass, tets, dm_inv, compliance, order[t],
                          inv_h, hh);
+    }
 }
 
 /* Whether a collider holds particle i this substep: its support is nonzero. */

@@ -87,7 +87,9 @@
  * Broad phase: contacts.c's, in 3D -- each target body's surface box (lo x,
  * lo y, lo z, hi x, hi y, hi z, grown by g = twice the largest radius and
  * twice the skin of a triangle as large as the box; g; whether its
- * triangles' boxes are made yet: eight numbers a body in `aabb`), grown
+ * triangles' boxes are made yet; the most its particles have moved in the
+ * pass; whether its surface has a row of another body: ten numbers a body in
+ * `aabb`), grown
  * boxes in a spatial hash of cubic cells, the candidate lists
  * fat_first/fat_count/fat_body kept while no particle moved farther than the
  * slack and the layout's signature is the same. The candidates are defined by
@@ -105,9 +107,21 @@
 #include <string.h>
 #include "contact_common.h"
 
-#define PS_BOX 8             /* numbers a body's box holds in aabb */
+#define PS_BOX 10            /* numbers a body's box holds in aabb */
 #define PS_SCAN 16            /* triangles a block of the surface (a box of its own) */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
+
+/* The index of the lowest set bit of w (w != 0) */
+static inline int lowest_bit(uint32_t w)
+{
+#if defined(__GNUC__)
+    return __builtin_ctz(w);
+#else
+    int k = 0;
+    while (!(w & 1u)) w >>= 1, k++;
+    return k;
+#endif
+}
 
 static inline int bucket_of(long cx, long cy, long cz, int nbuckets)
 {
@@ -120,15 +134,28 @@ static inline double dot3(const double *u, const double *v)
     return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2];
 }
 
-/* *moved := the most particle i has moved from the pass's start, if more (a NaN counts as
- * infinitely far) */
+/* The most particle i has moved from the pass's start (each coordinate), noted where it
+ * counts (a NaN counts as infinitely far): in *moved (any particle's) and, for a particle of
+ * one body, in that body's box (box[8]). */
 static inline void note_move(const Scene *s, int i)
 {
+    double most = 0.0;
     for (int d = 0; d < 3; d++) {
         double e = s->pos[3L * i + d] - s->snap[3L * i + d];
         e = e < 0.0 ? -e : e;
-        if (!(e <= *s->moved)) *s->moved = e == e ? e : INFINITY;
+        if (!(e <= most)) most = e == e ? e : INFINITY;
     }
+    int o = s->owner[i];
+    if (!(most <= *s->moved)) *s->moved = most;
+    if (o >= 0 && !(most <= s->aabb[PS_BOX * (long)o + 8])) s->aabb[PS_BOX * (long)o + 8] = most;
+}
+
+/* The most a corner of body B's surface (its box `box`) has moved from the pass's start: the
+ * most its own particles have (box[8]), or, if its surface has a row that is not B's alone
+ * (box[9]: of another body, of several, of none), the most any particle has */
+static inline double surface_moved(const Scene *s, const double *box)
+{
+    return box[9] != 0.0 ? *s->moved : box[8];
 }
 
 /* The share (0 to 1) of a contact's push that keeps each particle it moves within `reach`
@@ -300,92 +327,123 @@ static int crosses(const double *pos, const int32_t *tri, int f, double px, doub
 /* A surface's triangle boxes (see `face_contact`), by coordinate: lo x of its m triangles, then
  * lo y, lo z, hi x, hi y, hi z, m numbers each; then the boxes of its blocks (runs of PS_SCAN
  * triangles, nb = ceil(m / PS_SCAN) of them) alike, nb numbers each, a block's box holding its
- * triangles' (infinite in a coordinate where one of them is NaN). The scans below test a
- * block's triangles at once, with no branch (several boxes an instruction where the compiler
- * can), each test the same comparisons as one box at a time (a NaN, compared with nothing,
- * fails none), and only in blocks whose box passes the same test. */
+ * triangles' (infinite in a coordinate where one of them is NaN). A scan (BoxScan) names the
+ * triangles whose box holds a query -- lo[d] >= the box's lo d and hi[d] <= its hi d in each
+ * coordinate d (a point: lo = hi = p) -- testing a block's triangles at once, with no branch
+ * (several boxes an instruction where the compiler can), each test the same comparisons as
+ * one box at a time (a NaN, compared with nothing, fails none), and only in blocks whose box
+ * holds the query by the same test. */
 
-/* hit[f - f0] := whether the box of triangle f (f0 <= f < f1) may hold a triangle the ray
- * from p toward +z crosses: it spans p in x and y and reaches above it */
-static inline void spans(const double *tb, int m, int f0, int f1, const double *p, unsigned char *hit)
-{
-    const double *xl = tb, *yl = tb + m, *xh = tb + 3L * m, *yh = tb + 4L * m, *zh = tb + 5L * m;
-    double px = p[0], py = p[1], pz = p[2];
-    for (int f = f0; f < f1; f++)
-        hit[f - f0] = !((px < xl[f]) | (px > xh[f]) | (py < yl[f]) | (py > yh[f]) | (pz > zh[f]));
-    for (int f = f1; (f - f0) % 8; f++) hit[f - f0] = 0;
-}
-
-/* hit[f - f0] := whether the box of triangle f holds p */
-static inline void holds(const double *tb, int m, int f0, int f1, const double *p, unsigned char *hit)
+/* Bit f - f0 := whether the box of f (f0 <= f < f1, f1 - f0 <= 32) of the m boxes tb holds
+ * the query (lo, hi): four boxes an instruction in the x86-64-v3 build (ordered comparisons:
+ * false with a NaN, as C's) */
+static inline uint32_t box_hits(const double *tb, int m, int f0, int f1, const double *lo,
+                                const double *hi)
 {
     const double *xl = tb, *yl = tb + m, *zl = tb + 2L * m, *xh = tb + 3L * m, *yh = tb + 4L * m,
                  *zh = tb + 5L * m;
-    double px = p[0], py = p[1], pz = p[2];
-    for (int f = f0; f < f1; f++)
-        hit[f - f0] = !((px < xl[f]) | (px > xh[f]) | (py < yl[f]) | (py > yh[f]) | (pz < zl[f])
-                        | (pz > zh[f]));
-    for (int f = f1; (f - f0) % 8; f++) hit[f - f0] = 0;
+    double lx = lo[0], ly = lo[1], lz = lo[2], hx = hi[0], hy = hi[1], hz = hi[2];
+    uint32_t hit = 0;
+    int f = f0;
+#if defined(__AVX2__)
+    const __m256d vlx = _mm256_set1_pd(lx), vly = _mm256_set1_pd(ly), vlz = _mm256_set1_pd(lz);
+    const __m256d vhx = _mm256_set1_pd(hx), vhy = _mm256_set1_pd(hy), vhz = _mm256_set1_pd(hz);
+    for (; f + 4 <= f1; f += 4) {
+        __m256d out = _mm256_or_pd(_mm256_cmp_pd(vlx, _mm256_loadu_pd(xl + f), _CMP_LT_OQ),
+                                   _mm256_cmp_pd(vhx, _mm256_loadu_pd(xh + f), _CMP_GT_OQ));
+        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vly, _mm256_loadu_pd(yl + f), _CMP_LT_OQ),
+                                             _mm256_cmp_pd(vhy, _mm256_loadu_pd(yh + f), _CMP_GT_OQ)));
+        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vlz, _mm256_loadu_pd(zl + f), _CMP_LT_OQ),
+                                             _mm256_cmp_pd(vhz, _mm256_loadu_pd(zh + f), _CMP_GT_OQ)));
+        hit |= (uint32_t)(~_mm256_movemask_pd(out) & 15) << (f - f0);
+    }
+#endif
+    for (; f < f1; f++)
+        hit |= (uint32_t)!((lx < xl[f]) | (hx > xh[f]) | (ly < yl[f]) | (hy > yh[f]) | (lz < zl[f])
+                           | (hz > zh[f])) << (f - f0);
+    return hit;
 }
 
-/* The first f' >= f (f0 <= f < f1) with hit[f' - f0], or f1: eight bytes a word (the scans
- * leave the block's hit[] zero up to a multiple of 8; a hit is 1, so its word's lowest set
- * bit names it where words are little-endian) */
-static inline int next_hit(const unsigned char *hit, int f0, int f1, int f)
+/* A scan of a surface's triangles whose box holds a query, in surface order: the blocks'
+ * boxes PS_SCAN at a time, the triangles' in a block that holds it (see box_hits). */
+typedef struct {
+    const double *tb, *lo, *hi;
+    int m, nb, k0, f0;
+    uint32_t bhit, hit; /* the blocks (from k0) and the triangles (from f0) still to visit */
+} BoxScan;
+
+static inline void scan_start(BoxScan *it, const double *tb, int m, const double *lo, const double *hi)
 {
-    for (int j = (f - f0) & ~7; f0 + j < f1; j += 8) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        uint64_t w;
-        memcpy(&w, hit + j, sizeof w);
-        if (f - f0 > j) w &= ~(uint64_t)0 << (8 * (f - f0 - j));
-        if (w) return f0 + j + __builtin_ctzll(w) / 8;
-#else
-        for (int k = f - f0 > j ? f - f0 : j; k < j + 8; k++)
-            if (hit[k]) return f0 + k;
-#endif
+    it->tb = tb, it->lo = lo, it->hi = hi, it->m = m;
+    it->nb = (m + PS_SCAN - 1) / PS_SCAN;
+    it->k0 = -PS_SCAN;
+    it->f0 = 0;
+    it->bhit = it->hit = 0;
+}
+
+/* The next triangle of the scan, or -1 */
+static inline int scan_next(BoxScan *it)
+{
+    while (!it->hit) {
+        while (!it->bhit) {
+            it->k0 += PS_SCAN;
+            if (it->k0 >= it->nb) return -1;
+            int k1 = it->k0 + PS_SCAN < it->nb ? it->k0 + PS_SCAN : it->nb;
+            it->bhit = box_hits(it->tb + 6L * it->m, it->nb, it->k0, k1, it->lo, it->hi);
+        }
+        int k = it->k0 + lowest_bit(it->bhit);
+        it->bhit &= it->bhit - 1;
+        it->f0 = k * PS_SCAN;
+        int f1 = it->f0 + PS_SCAN < it->m ? it->f0 + PS_SCAN : it->m;
+        it->hit = box_hits(it->tb, it->m, it->f0, f1, it->lo, it->hi);
     }
-    return f1;
+    int f = it->f0 + lowest_bit(it->hit);
+    it->hit &= it->hit - 1;
+    return f;
+}
+
+/* How far beyond the box of B's surface at the pass's start (`box`, its corners' box grown by
+ * g = box[6]) a point is surely beyond the surface now, in coordinate d: twice the most a
+ * corner has moved since (`moved`), and 1e-12 of the box for the rounding of box - g and of
+ * the scans' query (see `inside`). */
+static inline double beyond(const double *box, int d, double moved)
+{
+    return 2.0 * moved + 1e-12 * ((fabs(box[d]) + fabs(box[3 + d])) + box[6]);
 }
 
 /* Whether p is inside the closed surface tri[0 .. 3m) of the current positions (the parity
- * of the triangles a ray toward +z crosses). With `tb` (each triangle's box at the pass's
- * start, grown by g), triangles whose box does not span p in x and y or reach above it are
- * passed over: the caller gives boxes only while no particle has moved more than g / 2
- * since the pass's start, so such a triangle cannot be crossed and the answer is the same. */
-static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *tb)
+ * of the triangles a ray toward +z crosses; see the essay), the surface's body's box being
+ * `box` and `tb` its triangles' boxes, at the pass's start, grown by g = box[6]. A triangle
+ * whose corners' box at the start p is beyond, in x or y, or above, by more than `beyond`
+ * has its corners on one side of p now (crosses' first tests), and cannot be crossed: the
+ * scan passes over it (its box shrunk by g - beyond: the query p moved out by as much), and
+ * the answer is the same. */
+static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *tb,
+                  const double *box, double moved)
 {
     int odd = 0;
-    double px = p[0], py = p[1], pz = p[2];
-    if (!tb) {
-        for (int f = 0; f < m; f++) odd ^= crosses(pos, tri, f, px, py, pz);
-        return odd;
+    double px = p[0], py = p[1], pz = p[2], lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        double in = box[6] - beyond(box, d, moved);
+        lo[d] = p[d] - in;
+        hi[d] = p[d] + in;
     }
-    unsigned char hit[PS_SCAN], bhit[PS_SCAN];
-    int nb = (m + PS_SCAN - 1) / PS_SCAN;
-    const double *bk = tb + 6L * m;
-    for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
-        int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
-        spans(bk, nb, k0, k1, p, bhit);
-        for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
-            int f0 = k * PS_SCAN, f1 = f0 + PS_SCAN < m ? f0 + PS_SCAN : m;
-            spans(tb, m, f0, f1, p, hit);
-            for (int f = f0; (f = next_hit(hit, f0, f1, f)) < f1; f++)
-                odd ^= crosses(pos, tri, f, px, py, pz);
-        }
-    }
+    lo[2] = INFINITY; /* the ray reaches up from p: no bound below */
+    BoxScan it;
+    scan_start(&it, tb, m, lo, hi);
+    for (int f; (f = scan_next(&it)) >= 0;) odd ^= crosses(pos, tri, f, px, py, pz);
     return odd;
 }
 
 /* Whether the ray from x toward +z surely meets no triangle of the surface whose box at the
  * pass's start, grown by box[6], is `box`: x is beyond its corners' box in x or y, or above
- * it, by more than twice `moved` (the most any corner has moved since; and 1e-12 of the box
- * for the rounding of box - grown) -- then every triangle has its three corners on one side
- * of x (crosses' first tests) and the parity is 0 without a scan. */
+ * it, by more than `beyond` -- then every triangle has its three corners on one side of x
+ * (crosses' first tests) and the parity is 0 without a scan. */
 static inline int clear_of(const double *box, const double *x, double moved)
 {
     double g = box[6];
     for (int d = 0; d < 3; d++) {
-        double tol = 2.0 * moved + 1e-12 * ((fabs(box[d]) + fabs(box[3 + d])) + g);
+        double tol = beyond(box, d, moved);
         if (x[d] > (box[3 + d] - g) + tol) return 1;
         if (d < 2 && x[d] < (box[d] + g) - tol) return 1;
     }
@@ -491,7 +549,6 @@ static int feature_normal(const double *pos, const int32_t *tri, int m, const in
 /* Particle i against body B's surface (see the essay). Returns 1 on contact. */
 static int face_contact(const Scene *s, int i, int B, const double *bbox)
 {
-    double grown = bbox[6];
     int o_i = s->owner[i];
     if (o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B], s->member_count[B], i)))
         return 0; /* a surface meets its own particles as particle pairs */
@@ -502,7 +559,8 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     int m = s->outline_count[B] / 3;
     const double *pos = s->pos, *prev = s->prev_pos, *x = pos + 3L * i, *p = prev + 3L * i;
     const double *boxes = s->tbox + 4L * s->outline_start[B];
-    int in = clear_of(bbox, x, *s->moved) ? 0 : inside(pos, tri, m, x, *s->moved < 0.5 * grown ? boxes : NULL);
+    double moved = surface_moved(s, bbox);
+    int in = clear_of(bbox, x, moved) ? 0 : inside(pos, tri, m, x, boxes, bbox, moved);
     int entry = -1;
     if (in) { /* the triangle nearest the start, of those whose plane i is behind now */
         double best = 0.0, tf[3];
@@ -527,24 +585,15 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
         double best = 0.0, tf[3];
         const double *xs = s->snap + 3L * i;
-        unsigned char hit[PS_SCAN], bhit[PS_SCAN];
-        int nb = (m + PS_SCAN - 1) / PS_SCAN;
-        const double *bk = boxes + 6L * m;
-        for (int k0 = 0; k0 < nb; k0 += PS_SCAN) {
-            int k1 = k0 + PS_SCAN < nb ? k0 + PS_SCAN : nb;
-            holds(bk, nb, k0, k1, xs, bhit);
-            for (int k = k0; (k = next_hit(bhit, k0, k1, k)) < k1; k++) {
-                int g0 = k * PS_SCAN, g1 = g0 + PS_SCAN < m ? g0 + PS_SCAN : m;
-                holds(boxes, m, g0, g1, xs, hit);
-                for (int g = g0; (g = next_hit(hit, g0, g1, g)) < g1; g++) {
-                    double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1],
-                                        pos + 3L * tri[3 * g + 2], x, tf);
-                    if (f < 0 || d2 < best) {
-                        best = d2;
-                        f = g;
-                        t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
-                    }
-                }
+        BoxScan it;
+        scan_start(&it, boxes, m, xs, xs);
+        for (int g; (g = scan_next(&it)) >= 0;) {
+            double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1], pos + 3L * tri[3 * g + 2],
+                                x, tf);
+            if (f < 0 || d2 < best) {
+                best = d2;
+                f = g;
+                t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
             }
         }
         if (f < 0) return 0;
@@ -601,7 +650,7 @@ static int pair_contact(const Scene *s, int i, int j)
 }
 
 /* The boxes of surface o[0 .. m) (rows, three a triangle) at the pass's start (snap), each
- * grown by `grown`, and its blocks' boxes, in tb (see `spans`) */
+ * grown by `grown`, and its blocks' boxes, in tb (see `box_hits`) */
 static void make_boxes(const double *snap, const int32_t *o, int m, double grown, double *tb)
 {
     int mt = m / 3;
@@ -698,7 +747,8 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                .outline_count = outline_count, .member = member, .member_start = member_start,
                .member_count = member_count, .flags = body_flags, .body_category = body_category,
                .body_mask = body_mask, .body_friction = body_friction,
-               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .moved = &moved,
+               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .aabb = aabb,
+               .moved = &moved,
                .h = h, .inv_h = 1.0 / h, .rest_speed = rest_speed};
     int listed = fat_state[0] == 1.0;
     double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
@@ -725,7 +775,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         double *box = aabb + PS_BOX * (long)b;
         box[0] = box[1] = box[2] = 1.0;
         box[3] = box[4] = box[5] = -1.0;
-        box[6] = box[7] = 0.0;
+        box[6] = box[7] = box[8] = box[9] = 0.0;
         int m = outline_count[b];
         sig = mix(mix(mix(sig, body_flags[b]), outline_start[b]), m);
         if (!(body_flags[b] & PS_CLOSED) || m < 3) continue;
@@ -734,6 +784,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         for (int d = 0; d < 3; d++) lo[d] = hi[d] = snap[3L * o[0] + d];
         for (int k = 0; k < m; k++) {
             sig = mix(sig, o[k]);
+            if (owner[o[k]] != b) box[9] = 1.0; /* a row not b's alone: see surface_moved */
             for (int d = 0; d < 3; d++) {
                 double c = snap[3L * o[k] + d];
                 if (c < lo[d]) lo[d] = c;

@@ -53,7 +53,7 @@ register(Kernel(
     "body_contacts", "contacts",
     (Arg("pos", _P), Arg("vel", _P), Arg("contact_body", _S, _I), Arg("contact_point", _P),
      Arg("contact_normal", _P), Arg("contact_impulse", _S),
-     Arg("snap", _P), Arg("aabb", ("b", 8)), Arg("bucket_start", ("nbuckets+1",), _I),
+     Arg("snap", _P), Arg("aabb", ("b", 10)), Arg("bucket_start", ("nbuckets+1",), _I),
      Arg("bucket_body", ("nentries",), _I), Arg("cell_start", ("nbuckets+1",), _I),
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
      Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
@@ -212,7 +212,7 @@ class BodyCollisions(Feature):
         self._reported_version = -1
         self.term: _ContactTerm | None = None
         table = ctx.store.work_table
-        work = table("body_contact_boxes", {"aabb": Field((8,), np.float64)}, MAX_BODIES)
+        work = table("body_contact_boxes", {"aabb": Field((10,), np.float64)}, MAX_BODIES)
         buckets = table("body_contact_buckets", {"bucket_start": Field((), np.int32),
                                                  "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
         entries = table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
