@@ -344,6 +344,20 @@ def test_a_walker_finds_its_rows_again_after_its_world_changed() -> None:
     assert abs(fresh.x[0] - centre[0]) < 1e-12
 
 
+def test_a_walker_whose_robot_lost_a_part_says_so() -> None:
+    env = pysoft.envs.WalkerEnv()
+    env.reset(seed=0)
+    particle = int(env.robot.particles[3])
+    env.world.remove(particle)
+    with pytest.raises(ValueError, match=f"particle {particle} of the walker's robot was removed"):
+        env.step(np.zeros(env.action_space.shape))
+    env = pysoft.envs.WalkerEnv()
+    env.reset(seed=0)
+    env.world.remove(int(env.robot.muscles.springs[2]))
+    with pytest.raises(ValueError, match="removed"):
+        env.step(np.zeros(env.action_space.shape))
+
+
 def test_a_batch_is_of_walkers_of_one_robot() -> None:
     from pysoft.envs.walker import WalkerBatch
 

@@ -88,7 +88,11 @@ class WalkerBatch(Batch):
         for i, env in enumerate(self._walkers):
             if versions[i] != self._versions[i]:
                 row_of = env.world.store.particles.row_of
-                self._rows[i] = [row_of[e] for e in env.robot.particles.tolist()]
+                rows = [row_of.get(e) for e in env.robot.particles.tolist()]
+                if None in rows:
+                    gone = int(env.robot.particles[rows.index(None)])
+                    raise ValueError(f"particle {gone} of the walker's robot was removed from its world")
+                self._rows[i] = rows
                 self._muscle_rows[i] = env._muscles._live_rows()  # (ValueError: a muscle removed)
         self._versions = versions
 
