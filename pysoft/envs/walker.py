@@ -88,9 +88,9 @@ class WalkerBatch(Batch):
         for i, env in enumerate(self._walkers):
             if versions[i] != self._versions[i]:
                 row_of = env.world.store.particles.row_of
-                rows = [row_of.get(e) for e in env.robot.particles.tolist()]
-                if None in rows:
-                    gone = int(env.robot.particles[rows.index(None)])
+                rows = [row_of.get(e, -1) for e in env.robot.particles.tolist()]
+                if -1 in rows:
+                    gone = int(env.robot.particles[rows.index(-1)])
                     raise ValueError(f"particle {gone} of the walker's robot was removed from its world")
                 self._rows[i] = rows
                 self._muscle_rows[i] = env._muscles._live_rows()  # (ValueError: a muscle removed)
