@@ -194,3 +194,192 @@ def test_the_benchmark_rows_run() -> None:
     assert all(w[k] > 0 for k in ("single_sim_s_per_s", "vector1_steps_per_s", "vector2_vs_single"))
     lines = bench.describe_walkers(w)
     assert len(lines) == 4 and all("target" in line for line in lines[1:])
+
+
+# -- the walkers' batch: one call for all muscles, one for all observations -------------------
+
+def _pointers(ffi: Any, arrays: list[np.ndarray]) -> tuple[Any, list[Any]]:
+    keep = [ffi.from_buffer("double[]", a) for a in arrays]
+    return ffi.new("double *[]", keep), keep
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_walker_kernels_give_their_twins_bits(seed: int) -> None:
+    """ps_walkers_drive and ps_walkers_observe (csrc/src/envs.c) against the twins of
+    pysoft/twins/envs.py: the same bytes, with actions outside [-1, 1], positions far enough
+    to be clamped, a NaN velocity, and rows in any order."""
+    from pysoft import _native
+    from pysoft._constants import MUSCLE_RANGE
+    from pysoft.envs._base import OBS_LIMIT
+    from pysoft.twins import envs as twin
+
+    ffi, lib = _native.require()
+    rng = np.random.default_rng(seed)
+    nw, k, m, n, rows_in = 3, 5, 9, 7, 12
+    action = rng.uniform(-2.0, 2.0, (nw, k))
+    action[0, 0], action[1, 1] = -1.0, 1.0
+    owners = rng.integers(0, k, (m, 2)).astype(np.int32)
+    owners[0, 1] = owners[0, 0]  # a muscle of one voxel
+    muscle_rows = np.stack([rng.permutation(m + 4)[:m] for _ in range(nw)]).astype(np.int32)
+    act_c = [np.full(m + 4, np.nan) for _ in range(nw)]
+    act_py = [a.copy() for a in act_c]
+    act_ptrs, keep = _pointers(ffi, act_c)
+    low, high = 0.6, 1.4  # (narrower than MUSCLE_RANGE: the clamp acts)
+    assert MUSCLE_RANGE[0] < low < high < MUSCLE_RANGE[1]
+    lib.ps_walkers_drive(act_ptrs, ffi.from_buffer("double[]", action),
+                         ffi.from_buffer("int32_t[]", muscle_rows), ffi.from_buffer("int32_t[]", owners),
+                         nw, k, m, low, high)
+    twin.walkers_drive(act_py, action.reshape(-1), muscle_rows.reshape(-1), owners.reshape(-1),
+                       nw, k, m, low, high)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(act_c, act_py, strict=True))
+    assert all(np.isfinite(a[r]).all() and np.isnan(np.delete(a, r)).all()
+               for a, r in zip(act_c, muscle_rows, strict=True))  # (the muscles' rows and none else)
+    assert min(a[r].min() for a, r in zip(act_c, muscle_rows, strict=True)) == low
+
+    pos = [rng.normal(0.0, 60.0, (rows_in, 2)) for _ in range(nw)]
+    vel = [rng.normal(0.0, 80.0, (rows_in, 2)) for _ in range(nw)]
+    vel[2][3, 1] = np.nan
+    rows = np.stack([rng.permutation(rows_in)[:n] for _ in range(nw)]).astype(np.int32)
+    weights = rng.uniform(0.5, 1.5, n)
+    weights /= weights.sum()
+    results = []
+    for kernel in ("c", "python"):
+        obs, x = np.full((nw, 2 + 2 * n), 7.0), np.full(nw, 7.0)
+        if kernel == "c":
+            p, v = _pointers(ffi, pos), _pointers(ffi, vel)  # (each with the buffers it points into)
+            lib.ps_walkers_observe(ffi.from_buffer("double[]", obs), ffi.from_buffer("double[]", x),
+                                   p[0], v[0], ffi.from_buffer("int32_t[]", rows),
+                                   ffi.from_buffer("double[]", weights), nw, n, OBS_LIMIT)
+        else:
+            twin.walkers_observe(obs.reshape(-1), x, [a.reshape(-1) for a in pos],
+                                 [a.reshape(-1) for a in vel], rows.reshape(-1), weights, nw, n, OBS_LIMIT)
+        results.append((obs.tobytes(), x.tobytes()))
+        assert np.nanmax(np.abs(obs)) == OBS_LIMIT and np.isnan(obs[2, :2]).any()  # clamped; NaN kept
+        assert np.isfinite(obs[:2]).all()
+    assert results[0] == results[1]
+    del keep
+
+
+def test_a_walker_drives_its_muscles_as_its_robot_does() -> None:
+    """The action's activations are VoxelRobot.drive's of 1 + 0.5 action (clipped), bit for bit."""
+    env = pysoft.envs.WalkerEnv()
+    env.reset(seed=0)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        action = rng.uniform(-1.5, 1.5, env.action_space.shape)
+        env.act(action)
+        mine = env.robot.muscles.activation.copy()
+        env.robot.drive(1.0 + 0.5 * np.clip(action, -1.0, 1.0))
+        assert mine.tobytes() == env.robot.muscles.activation.tobytes()
+
+
+def test_a_vector_step_drives_and_observes_every_walker_in_one_call_each() -> None:
+    calls: list[str] = []
+
+    class Counting:
+        def __init__(self, lib: Any) -> None:
+            self.lib = lib
+
+        def __getattr__(self, name: str) -> Any:
+            fn = getattr(self.lib, name)
+
+            def call(*args: Any) -> Any:
+                calls.append(name)
+                return fn(*args)
+            return call
+
+    envs = gym.make_vec("pysoft/Walker-v0", num_envs=5)
+    batch = envs._batch
+    batch._lib = Counting(batch._lib)
+    envs.reset(seed=0)
+    assert calls == ["ps_walkers_observe"]
+    envs.step(np.zeros(envs.action_space.shape))
+    assert calls == ["ps_walkers_observe", "ps_walkers_drive", "ps_walkers_observe"]
+
+
+def test_walkers_on_the_numpy_backend_give_the_c_cores_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walker whose world runs on the NumPy twins (the batch then on pysoft/twins/envs.py)
+    gives the episode of one on the C core, alone and in a vector env."""
+    from pysoft import _native
+
+    c_env, c_vec = pysoft.envs.WalkerEnv(), pysoft.envs.WalkerVectorEnv(num_envs=2, max_episode_steps=3)
+    monkeypatch.setattr(_native, "default_backend", lambda: "python")
+    py_env, py_vec = pysoft.envs.WalkerEnv(), pysoft.envs.WalkerVectorEnv(num_envs=2, max_episode_steps=3)
+    assert py_env.world.backend == "python" and not py_env._batch._c and not py_vec._batch._c
+    assert c_env._batch._c and c_vec._batch._c
+    assert _episode(py_env, 4, 4) == _episode(c_env, 4, 4)
+    assert _vector_run(py_vec, 5, 4) == _vector_run(c_vec, 5, 4)
+
+
+class _PebbleWalker(pysoft.envs.WalkerEnv):
+    """A walker whose world has a pebble (far to the left) in the row before the robot's."""
+
+    def _terrain(self, world: Any) -> None:
+        super()._terrain(world)
+        self.pebble = world.add_particle((-5.0, 1.0))
+
+
+def test_a_walker_finds_its_rows_again_after_its_world_changed() -> None:
+    """Removing the pebble moves the robot's last particle into its row (and the muscles'
+    springs keep theirs): the walker's batch reads and drives the robot's new rows, as a
+    batch made afresh does."""
+    from pysoft.envs.walker import WalkerBatch
+
+    env = _PebbleWalker()
+    env.reset(seed=0)
+    before = env._batch._rows.copy()
+    env.world.remove(env.pebble)
+    action = np.linspace(-1.0, 1.0, env.action_space.shape[0])
+    env.act(action)
+    assert not np.array_equal(env._batch._rows, before)  # (found again)
+    activation = env.robot.muscles.activation.copy()
+    env.world.step()
+    obs = env.outcome()[0]
+    fresh = WalkerBatch([env])
+    fresh.observe()
+    assert obs.tobytes() == fresh.obs[0].tobytes()
+    fresh.act(action.reshape(1, -1))
+    assert activation.tobytes() == env.robot.muscles.activation.tobytes()
+    centre = env.robot.center()
+    assert abs(fresh.x[0] - centre[0]) < 1e-12
+
+
+def test_a_walker_whose_robot_lost_a_part_says_so() -> None:
+    env = pysoft.envs.WalkerEnv()
+    env.reset(seed=0)
+    particle = int(env.robot.particles[3])
+    env.world.remove(particle)
+    with pytest.raises(ValueError, match=f"particle {particle} of the walker's robot was removed"):
+        env.step(np.zeros(env.action_space.shape))
+    env = pysoft.envs.WalkerEnv()
+    env.reset(seed=0)
+    env.world.remove(int(env.robot.muscles.springs[2]))
+    with pytest.raises(ValueError, match="removed"):
+        env.step(np.zeros(env.action_space.shape))
+
+
+def test_a_batch_is_of_walkers_of_one_robot() -> None:
+    from pysoft.envs.walker import WalkerBatch
+
+    with pytest.raises(ValueError, match="envs"):
+        WalkerBatch([pysoft.envs.WalkerEnv(), pysoft.envs.WalkerEnv(robot=np.array([[3, 3, 3], [4, 0, 4]]))])
+
+
+def test_vector_envs_in_two_threads_share_nothing() -> None:
+    """Two vector envs stepped at once in two threads give what each gives alone."""
+    import threading
+
+    alone = [_vector_run(gym.make_vec("pysoft/Walker-v0", num_envs=3, max_episode_steps=20), 40, s)
+             for s in (1, 2)]
+    together: list[list[bytes]] = [[], []]
+    envs = [gym.make_vec("pysoft/Walker-v0", num_envs=3, max_episode_steps=20) for _ in range(2)]
+
+    def run(i: int) -> None:
+        together[i] = _vector_run(envs[i], 40, i + 1)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone

@@ -49,6 +49,12 @@ void ps_area_springs(double *force, const double *pos, const double *vel,
 void ps_muscles(double *rest_length, const double *muscle_length, const double *activation,
                 int m, double low, double high);
 
+/* envs.c: pysoft.envs' walkers, many worlds a call (world w's arrays through pointers) */
+void ps_walkers_drive(double *const *act, const double *action, const int32_t *muscle_rows,
+                      const int32_t *owners, int nw, int k, int m, double low, double high);
+void ps_walkers_observe(double *obs, double *x, const double *const *pos, const double *const *vel,
+                        const int32_t *rows, const double *weights, int nw, int n, double limit);
+
 /* bodies.c */
 void ps_pressure(double *force, const double *pos, const int32_t *outline,
                  const int32_t *body_start, const int32_t *body_count,

@@ -5,13 +5,16 @@ snapshot, one frame a step, and rendering (Pillow for ``"rgb_array"``, a pygame-
 A step is three parts so that :class:`pysoft.envs.vector.SoftVectorEnv` can step many
 environments' worlds in one :func:`pysoft.step_many` call: ``act(action)`` (check the action
 and hand it to the world), the world's frame, and ``outcome()`` (observation, reward,
-termination, info). ``step`` is the three in a row, so a vector of environments gives each
-one exactly what it gives alone.
+termination, info). The work around the frame is a :class:`Batch`'s, done for many
+environments at once (the walkers': one C call for all their muscles, one for all their
+observations); an environment alone is a batch of one, so a vector of environments gives
+each one exactly what it gives alone, bit for bit.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -40,16 +43,64 @@ def checked_action(name: str, action: Any, shape: tuple[int, ...] | None, what: 
         raise ValueError(f"{name} must have shape {shape}{what}, got {a.shape}")
     return a
 
+class Batch:
+    """The work around the frame for environments of one class, all at once: hand them their
+    actions (``act``), then read their observations, rewards and terminations into arrays of
+    one row per environment (``start`` after a reset, ``outcome`` after a frame). A
+    :class:`SoftEnv` is a batch of one of its own, a vector environment one batch of all its
+    environments: the same arithmetic row by row, so the same bits. A subclass writes ``act``
+    and ``observe``. Its arrays are its own (no two batches share one)."""
+
+    bonus = 1.0  # added to the reward on the step that finishes
+
+    def __init__(self, envs: Sequence[SoftEnv]) -> None:
+        self.envs = list(envs)
+        nb = len(self.envs)
+        size = self.envs[0].observation_space.shape[0]  # type: ignore[index]
+        if any(env.observation_space.shape != (size,) for env in self.envs):
+            raise ValueError("envs must have observations of one shape to be stepped as a batch")
+        self.obs = np.zeros((nb, size))  #: the observations, a row per environment
+        self.x = np.zeros(nb)  #: the position along the course (m): the reward is its progress
+        self.prev = np.zeros(nb)  # x at the previous step's end
+        self.rewards = np.zeros(nb)
+        self.finished = np.zeros(nb, dtype=np.bool_)  # reached the goal (the bonus)
+        self.terminated = np.zeros(nb, dtype=np.bool_)
+
+    def act(self, actions: Array) -> None:
+        """Hand ``actions`` (one finite row per environment, checked by the caller; values
+        outside [-1, 1] clipped) to the worlds for their next frame."""
+        raise NotImplementedError
+
+    def observe(self) -> None:
+        """Fill ``obs``, ``x``, ``finished`` and ``terminated`` from the worlds as they are."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """After a reset of every environment: observe, and measure progress from here."""
+        self.observe()
+        np.copyto(self.prev, self.x)
+
+    def outcome(self) -> None:
+        """After a frame of every environment: observe; ``rewards`` the progress along x
+        (+ ``bonus`` where finished)."""
+        self.observe()
+        np.subtract(self.x, self.prev, out=self.rewards)
+        np.add(self.rewards, self.bonus, out=self.rewards, where=self.finished)
+        np.copyto(self.prev, self.x)
+
+
 class SoftEnv(gym.Env[Array, Array]):
     """The base of pysoft's environments (see the module docstring). A subclass builds its
-    world in ``__init__`` (then calls ``_ready``) and writes ``_act``, ``_start``,
-    ``_outcome`` and ``_focus``."""
+    world in ``__init__`` (then calls ``_ready``), names its ``batch_class`` and writes
+    ``_focus`` (and ``_restarted``, if a reset has more to do than restore the world)."""
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 60}  # noqa: RUF012 (Env's)
 
     render_scale = RENDER_SCALE  # pixels per metre
+    batch_class: ClassVar[type[Batch]]
     world: World
     _noise_rows: NDArray[np.intp]
+    _batch: Batch
 
     def __init__(self, render_mode: str | None = None, reset_noise_scale: float = 0.01) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -64,9 +115,10 @@ class SoftEnv(gym.Env[Array, Array]):
 
     def _ready(self, noise_rows: NDArray[np.intp]) -> None:
         """Called by a subclass once its world is built: the snapshot every reset restores,
-        and the rows whose velocities the reset noise perturbs."""
+        the rows whose velocities the reset noise perturbs, and its batch of one."""
         self._noise_rows = noise_rows
         self._initial = self.world.snapshot()
+        self._batch = self.batch_class([self])
 
     # -- the gymnasium API ------------------------------------------------------------------
 
@@ -75,13 +127,10 @@ class SoftEnv(gym.Env[Array, Array]):
         """Restore the world as built, add the reset noise (uniform in +-reset_noise_scale m/s
         on each particle's velocity, from ``self.np_random``, seeded by ``seed``), and return
         the first observation and info. ``options`` is accepted and unused."""
-        super().reset(seed=seed)
-        self.world.restore(self._initial)
-        if self.reset_noise_scale > 0.0:
-            s = self.reset_noise_scale
-            noise = self.np_random.uniform(-s, s, size=(len(self._noise_rows), 2))
-            self.world.velocities[self._noise_rows] += noise
-        obs, info = self._start()
+        self._restart(seed)
+        b = self._batch
+        b.start()
+        obs, info = b.obs[0].copy(), {"x": float(b.x[0]), "time": self.world.time}
         if self.render_mode == "human":
             self.render()
         return obs, info
@@ -102,13 +151,16 @@ class SoftEnv(gym.Env[Array, Array]):
         a = checked_action("action", action, self.action_space.shape)
         if not np.isfinite(a).all():
             raise ValueError(f"action must be finite, got {a!r}")
-        self._act(a)
+        self._batch.act(a.reshape(1, -1))
 
     def outcome(self) -> tuple[Array, float, bool, bool, dict[str, Any]]:
         """After the frame: (observation, reward, terminated, False, info). Truncation is
         the TimeLimit's (``max_episode_steps`` of the registration)."""
-        obs, reward, terminated, info = self._outcome()
-        return obs, reward, terminated, False, info
+        b = self._batch
+        b.outcome()
+        x = float(b.x[0])
+        return b.obs[0].copy(), float(b.rewards[0]), bool(b.terminated[0]), False, \
+            {"x": x, "time": self.world.time}
 
     def render(self) -> NDArray[np.uint8] | None:
         """``"rgb_array"``: an (H, W, 3) uint8 image (Pillow); ``"human"``: draw the frame in a
@@ -149,18 +201,21 @@ class SoftEnv(gym.Env[Array, Array]):
             load().display.quit()
             self._window = self._clock = None
 
-    # -- for subclasses ---------------------------------------------------------------------
+    # -- for subclasses and vector environments ---------------------------------------------
 
-    def _act(self, action: Array) -> None:
-        raise NotImplementedError
+    def _restart(self, seed: int | None = None) -> None:
+        """A reset but its observation: seed ``np_random`` (Env.reset's), restore the world
+        as built, add the reset noise, and ``_restarted``."""
+        super().reset(seed=seed)
+        self.world.restore(self._initial)
+        if self.reset_noise_scale > 0.0:
+            s = self.reset_noise_scale
+            noise = self.np_random.uniform(-s, s, size=(len(self._noise_rows), 2))
+            self.world.velocities[self._noise_rows] += noise
+        self._restarted()
 
-    def _start(self) -> tuple[Array, dict[str, Any]]:
-        """After a reset: remember what rewards are measured from; the first observation and info."""
-        raise NotImplementedError
-
-    def _outcome(self) -> tuple[Array, float, bool, dict[str, Any]]:
-        """(observation, reward, terminated, info) after the frame just run."""
-        raise NotImplementedError
+    def _restarted(self) -> None:
+        """What a reset does after restoring the world (nothing here)."""
 
     def _focus(self) -> tuple[float, float]:
         """The world point the render centres on."""

@@ -3,15 +3,36 @@ the course with a continuous throttle."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
 from pysoft import scenes
-from pysoft.envs._base import Array, SoftEnv, box, clipped
+from pysoft.envs._base import Array, Batch, SoftEnv, box, clipped
 
 FINISH_X = 3.0  # m: the chassis centre past the foot of the plank down from the plateau
 FLIPPED_COS = 0.0  # the chassis is on its roof when cos(angle) < this
+
+
+class JellyCarBatch(Batch):
+    """Jelly cars' work around the frame (:class:`~pysoft.envs._base.Batch`), car by car: the
+    motor is a Python system, a car's throttle one attribute."""
+
+    def __init__(self, envs: Sequence[SoftEnv]) -> None:
+        super().__init__(envs)
+        self._cars = [cast(JellyCarEnv, env) for env in self.envs]
+
+    def act(self, actions: Array) -> None:
+        for env, action in zip(self._cars, actions.tolist(), strict=True):
+            env.car.motor.throttle = min(1.0, max(-1.0, action[0]))
+
+    def observe(self) -> None:
+        for i, env in enumerate(self._cars):
+            self.obs[i] = env._observe()
+        np.copyto(self.x, self.obs[:, 0])
+        np.greater_equal(self.x, FINISH_X, out=self.finished)
+        np.logical_or(self.finished, self.obs[:, 4] < FLIPPED_COS, out=self.terminated)
 
 
 class JellyCarEnv(SoftEnv):
@@ -40,6 +61,8 @@ class JellyCarEnv(SoftEnv):
     **Info**: ``{"x": chassis centre x, "time": world time}``.
     """
 
+    batch_class = JellyCarBatch
+
     def __init__(self, render_mode: str | None = None, reset_noise_scale: float = 0.01,
                  substeps: int = 8) -> None:
         super().__init__(render_mode, reset_noise_scale)
@@ -50,17 +73,10 @@ class JellyCarEnv(SoftEnv):
         self._rest = p - p.mean(axis=0)  # the chassis as built, about its centre
         self.action_space = box(1, 1.0)
         self.observation_space = box(7)
-        self._x = 0.0
         self._ready(np.arange(w.positions.shape[0], dtype=np.intp))
 
-    def _act(self, action: Array) -> None:
-        self.car.motor.throttle = float(min(1.0, max(-1.0, float(action[0]))))
-
-    def _start(self) -> tuple[Array, dict[str, Any]]:
+    def _restarted(self) -> None:
         self.car.motor.throttle = 0.0
-        obs = self._observe()
-        self._x = float(obs[0])
-        return obs, {"x": self._x, "time": self.world.time}
 
     def _centre(self) -> tuple[float, float]:
         c = self.world.positions[self._rows].mean(axis=0)
@@ -76,15 +92,6 @@ class JellyCarEnv(SoftEnv):
         spin = float((r[:, 0] * dv[:, 1] - r[:, 1] * dv[:, 0]).sum() / (r * r).sum())
         obs = np.array([c[0], c[1], u[0], u[1], np.cos(angle), np.sin(angle), spin], dtype=np.float64)
         return clipped(obs)
-
-    def _outcome(self) -> tuple[Array, float, bool, dict[str, Any]]:
-        obs = self._observe()
-        x = float(obs[0])
-        reward, self._x = x - self._x, x
-        finished = x >= FINISH_X
-        terminated = finished or bool(obs[4] < FLIPPED_COS)
-        info = {"x": x, "time": self.world.time}
-        return obs, reward + (1.0 if finished else 0.0), terminated, info
 
     def _focus(self) -> tuple[float, float]:
         x, _ = self._centre()

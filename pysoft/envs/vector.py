@@ -62,9 +62,8 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         self.single_action_space = first.action_space
         self.observation_space = batch_space(first.observation_space, self.num_envs)
         self.action_space = batch_space(first.action_space, self.num_envs)
-        n, size = self.num_envs, first.observation_space.shape[0]  # type: ignore[index]
-        self._obs = np.zeros((n, size))
-        self._rewards = np.zeros(n)
+        n = self.num_envs
+        self._batch = self.env_class.batch_class(self.envs)  # (act, observe, reward: all at once)
         self._terminations = np.zeros(n, dtype=np.bool_)
         self._truncations = np.zeros(n, dtype=np.bool_)
         self._autoreset = np.zeros(n, dtype=np.bool_)
@@ -84,61 +83,55 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
                 raise ValueError(f"seed must be None, an int or {self.num_envs} seeds, got {len(seeds)}")
         if isinstance(seed, (int, np.integer)):
             self._np_random, self._np_random_seed = gym.utils.seeding.np_random(int(seed))
-        each = []
         for i, env in enumerate(self.envs):
-            self._obs[i], info = env.reset(seed=seeds[i], options=options)
-            each.append(info)
-        infos = self._infos(each)
+            env._restart(seeds[i])  # (Env.reset's seeding, the world as built, the noise)
+        b = self._batch
+        b.start()
         self._terminations[:] = self._truncations[:] = self._autoreset[:] = False
         self._elapsed[:] = 0
-        return self._obs.copy(), infos
+        return b.obs.copy(), self._infos()
 
     # (VectorEnv's step says its flags are ArrayType; they are bool arrays here, as Gymnasium's own)
     def step(  # type: ignore[override]
             self, actions: Any) -> tuple[Array, Array, NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
-        """One frame of every sub-environment not being auto-reset (see the module docstring)."""
+        """One frame of every sub-environment not being auto-reset (see the module docstring):
+        every action handed over at once (``Batch.act``), one :func:`pysoft.step_many` call,
+        every outcome read at once (``Batch.outcome``)."""
         a = checked_action("actions", actions, self.action_space.shape, " (one action per environment)")
         if not np.isfinite(a.sum()):
             bad = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
             raise ValueError(f"actions must be finite: row {bad} is not")
-        stepped = []
-        for i, env in enumerate(self.envs):
-            if not self._autoreset[i]:
-                env._act(a[i])  # (checked above, as a whole)
-                stepped.append(i)
-        step_many([self._worlds[i] for i in stepped], 1, threads=self.threads)
-        each = []
-        for i, env in enumerate(self.envs):
-            if self._autoreset[i]:
-                self._obs[i], info = env.reset()
-                self._rewards[i] = 0.0
-                self._terminations[i] = self._truncations[i] = False
-                self._elapsed[i] = 0
-            else:
-                self._obs[i], self._rewards[i], self._terminations[i], _, info = env.outcome()
-                self._elapsed[i] += 1
-                limit = self.max_episode_steps
-                self._truncations[i] = limit is not None and self._elapsed[i] >= limit
-            each.append(info)
+        b, resetting = self._batch, self._autoreset
+        b.act(a)  # (a sub-environment being reset gets its action, then the reset restores its world)
+        if resetting.any():
+            reset = np.flatnonzero(resetting).tolist()
+            for i in reset:
+                self.envs[i]._restart()
+            step_many([w for w, r in zip(self._worlds, resetting.tolist(), strict=True) if not r], 1,
+                      threads=self.threads)
+        else:
+            reset = []
+            step_many(self._worlds, 1, threads=self.threads)
+        b.outcome()
+        self._elapsed += 1
+        if reset:
+            b.rewards[reset] = 0.0
+            b.terminated[reset] = False
+            self._elapsed[reset] = 0
+        np.copyto(self._terminations, b.terminated)
+        if self.max_episode_steps is not None:
+            np.greater_equal(self._elapsed, self.max_episode_steps, out=self._truncations)
         np.logical_or(self._terminations, self._truncations, out=self._autoreset)
-        return (self._obs.copy(), self._rewards.copy(), self._terminations.copy(),
-                self._truncations.copy(), self._infos(each))
+        return (b.obs.copy(), b.rewards.copy(), self._terminations.copy(), self._truncations.copy(),
+                self._infos())
 
-    def _infos(self, each: list[dict[str, Any]]) -> dict[str, Any]:
-        """The sub-environments' infos batched as Gymnasium's ``_add_info`` batches them (a
-        key's values in an array, ``_key`` which environments gave one), at once when every
-        info has the same keys of floats."""
-        keys = tuple(each[0])
-        if all(tuple(info) == keys and all(type(v) is float for v in info.values()) for info in each):
-            out: dict[str, Any] = {}
-            for key in keys:
-                out[key] = np.array([info[key] for info in each], dtype=np.float64)
-                out[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
-            return out
-        infos: dict[str, Any] = {}
-        for i, info in enumerate(each):
-            infos = self._add_info(infos, info, i)
-        return infos
+    def _infos(self) -> dict[str, Any]:
+        """The sub-environments' infos (each ``{"x": ..., "time": ...}``) batched as Gymnasium's
+        ``_add_info`` batches them: a key's values in an array, ``_key`` which environments
+        gave one (all)."""
+        every = np.ones(self.num_envs, dtype=np.bool_)
+        return {"x": self._batch.x.copy(), "_x": every, "time": np.array([w.time for w in self._worlds]),
+                "_time": every.copy()}
 
     def render(self) -> tuple[NDArray[np.uint8], ...] | None:
         """One (H, W, 3) image per sub-environment with ``render_mode="rgb_array"``; None else."""

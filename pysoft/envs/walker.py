@@ -4,14 +4,18 @@ staircase."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
-from pysoft import _validate, build
+from pysoft import _native, _validate, build
+from pysoft._constants import MUSCLE_RANGE
 from pysoft.build.voxels import WALKER, gait
-from pysoft.envs._base import Array, SoftEnv, box, clipped
+from pysoft.envs._base import OBS_LIMIT, Array, Batch, SoftEnv, box
 from pysoft.shapes import Box, Plane
+from pysoft.twins import envs as twin
 from pysoft.world import World
 
 CELL = 0.1  # m, a voxel's side
@@ -28,6 +32,96 @@ GOAL_X = 10.0  # m: the centre of mass x that ends the episode
 GOAL_BONUS = 1.0
 STEP_RISE, STEP_RUN, STEPS = 0.1, 0.6, 8  # m, m, count: UpStepper's staircase
 STAIRS_X = 2.0  # m: where the first step begins
+
+
+class WalkerBatch(Batch):
+    """Walkers' work around the frame, all at once (:class:`~pysoft.envs._base.Batch`): one
+    call of ``ps_walkers_drive`` sets every walker's muscles from its action (activation
+    1 + 0.5 action, each muscle the mean of its actuator voxels', as ``VoxelRobot.drive``),
+    one of ``ps_walkers_observe`` reads every observation and centre of mass x (csrc/src/envs.c;
+    the NumPy twins of pysoft/twins/envs.py for worlds on the NumPy backend). The walkers must
+    be of one robot; the rows of each are found again when its world's rows changed."""
+
+    bonus = GOAL_BONUS
+
+    def __init__(self, envs: Sequence[SoftEnv]) -> None:
+        super().__init__(envs)
+        walkers = [cast(WalkerEnv, env) for env in self.envs]
+        first = walkers[0]
+        owners = np.ascontiguousarray(first.robot._owners.T, dtype=np.int32)  # (muscles, 2)
+        for env in walkers:
+            if not (np.array_equal(env.robot._owners.T, owners)
+                    and np.array_equal(env._weights, first._weights)):
+                raise ValueError("envs must be walkers of one robot to be stepped as a batch")
+        nb, n, (m, k) = len(walkers), len(first._weights), (len(owners), len(first.robot.actuators))
+        self._walkers, self._owners, self._weights = walkers, owners, np.ascontiguousarray(first._weights)
+        self._nb, self._n, self._m, self._k = nb, n, m, k
+        self._action = np.zeros((nb, k))
+        self._rows = np.zeros((nb, n), dtype=np.int32)
+        self._muscle_rows = np.zeros((nb, m), dtype=np.int32)
+        stores = [env.world.store for env in walkers]
+        self._clocks = [s.clock for s in stores]
+        self._versions: list[int] = [-1] * nb
+        self._refresh()
+        # each world's buffers (they never move; held here, they outlive a closed world's)
+        self._pos = [s.particles.arrays["pos"] for s in stores]
+        self._vel = [s.particles.arrays["vel"] for s in stores]
+        self._act = [s.springs.arrays["activation"] for s in stores]
+        self._c = all(env.world.backend == "c" for env in walkers)
+        if self._c:
+            ffi, self._lib = _native.require()
+
+            def ptr(a: Array | NDArray[np.int32]) -> Any:
+                return ffi.from_buffer("int32_t[]" if a.dtype == np.int32 else "double[]", a)
+
+            self._keep = [ptr(a) for a in (*self._pos, *self._vel, *self._act)]
+            self._ptrs = {name: ffi.new("double *[]", self._keep[i * nb:(i + 1) * nb])
+                          for i, name in enumerate(("pos", "vel", "act"))}
+            named = (("obs", self.obs), ("x", self.x), ("action", self._action), ("rows", self._rows),
+                     ("muscle_rows", self._muscle_rows), ("owners", owners), ("weights", self._weights))
+            self._p = {name: ptr(a) for name, a in named}
+
+    def _refresh(self) -> None:
+        """Each walker's particle and muscle rows, found again where its world's rows changed
+        (the Store's version: one integer a world)."""
+        versions = [c.value for c in self._clocks]
+        for i, env in enumerate(self._walkers):
+            if versions[i] != self._versions[i]:
+                row_of = env.world.store.particles.row_of
+                rows = [row_of.get(e, -1) for e in env.robot.particles.tolist()]
+                if -1 in rows:
+                    gone = int(env.robot.particles[rows.index(-1)])
+                    raise ValueError(f"particle {gone} of the walker's robot was removed from its world")
+                self._rows[i] = rows
+                self._muscle_rows[i] = env._muscles._live_rows()  # (ValueError: a muscle removed)
+        self._versions = versions
+
+    def act(self, actions: Array) -> None:
+        if [c.value for c in self._clocks] != self._versions:
+            self._refresh()
+        np.copyto(self._action, actions)
+        low, high = MUSCLE_RANGE
+        if self._c:
+            p = self._p
+            self._lib.ps_walkers_drive(self._ptrs["act"], p["action"], p["muscle_rows"], p["owners"],
+                                       self._nb, self._k, self._m, low, high)
+        else:
+            twin.walkers_drive(self._act, self._action.reshape(-1), self._muscle_rows.reshape(-1),
+                               self._owners.reshape(-1), self._nb, self._k, self._m, low, high)
+
+    def observe(self) -> None:
+        if [c.value for c in self._clocks] != self._versions:
+            self._refresh()
+        if self._c:
+            p, ptrs = self._p, self._ptrs
+            self._lib.ps_walkers_observe(p["obs"], p["x"], ptrs["pos"], ptrs["vel"], p["rows"], p["weights"],
+                                         self._nb, self._n, OBS_LIMIT)
+        else:
+            twin.walkers_observe(self.obs.reshape(-1), self.x, [a.reshape(-1) for a in self._pos],
+                                 [a.reshape(-1) for a in self._vel], self._rows.reshape(-1), self._weights,
+                                 self._nb, self._n, OBS_LIMIT)
+        np.greater_equal(self.x, GOAL_X, out=self.finished)
+        np.copyto(self.terminated, self.finished)
 
 
 class WalkerEnv(SoftEnv):
@@ -59,6 +153,7 @@ class WalkerEnv(SoftEnv):
     """
 
     render_scale = 200.0  # pixels per metre
+    batch_class = WalkerBatch
 
     def __init__(self, robot: Any = None, render_mode: str | None = None, reset_noise_scale: float = 0.01,
                  substeps: int = SUBSTEPS) -> None:
@@ -79,59 +174,14 @@ class WalkerEnv(SoftEnv):
         self._muscles = muscles
         w = self.world
         self._rows = np.array([w.row(e) for e in self.robot.particles], dtype=np.intp)
-        n = len(self._rows)
         mass = w.store.particles.arrays["mass"][self._rows]
-        self._weights = mass / mass.sum()  # the centre of mass is weights @ positions
-        self._size = 2 + 2 * n
+        self._weights = mass / mass.sum()  # the centre of mass is the weights' sum of positions
         self.action_space = box(k, 1.0)
-        self.observation_space = box(2 + 2 * n)
-        self._drive = self._drive_matrix()
-        self._action, self._activation = np.zeros(k), np.ones(len(self._drive))
-        self._x = 0.0
+        self.observation_space = box(2 + 2 * len(self._rows))
         self._ready(self._rows)
 
     def _terrain(self, world: World) -> None:
         world.add_collider(Plane(normal=(0.0, 1.0), offset=0.0), friction=GROUND_FRICTION)
-
-    def _drive_matrix(self) -> Array:
-        """(muscles, actuators): muscle m's activation is 1 + (this @ action)[m], the mean of
-        1 + 0.5 action over the actuator voxels it belongs to (as ``VoxelRobot.drive``)."""
-        index = {int(e): m for m, e in enumerate(self._muscles.springs.tolist())}
-        owners = np.zeros((len(index), len(self.robot.actuators)))
-        for j, (row, col) in enumerate(self.robot.actuators.tolist()):
-            for spring in self.robot.voxel_muscles(row, col):
-                owners[index[spring], j] = 1.0
-        out: Array = 0.5 * owners / owners.sum(axis=1, keepdims=True)
-        return out
-
-    def _act(self, action: Array) -> None:
-        a, m = self._action, self._activation
-        np.clip(action, -1.0, 1.0, out=a)
-        np.matmul(self._drive, a, out=m)
-        m += 1.0
-        self._muscles.drive(m)  # (one call: a vector env steps many of these a frame)
-
-    def _measure(self) -> tuple[Array, float]:
-        """The observation and the centre of mass x."""
-        arrays = self.world.store.particles.arrays  # (the Store's own: no view to make)
-        p, v = arrays["pos"][self._rows], arrays["vel"][self._rows]
-        centre = self._weights @ p
-        obs = np.empty(self._size)
-        obs[:2] = self._weights @ v
-        np.subtract(p, centre, out=obs[2:].reshape(-1, 2))
-        return clipped(obs), float(centre[0])
-
-    def _start(self) -> tuple[Array, dict[str, Any]]:
-        obs, self._x = self._measure()
-        return obs, {"x": self._x, "time": self.world.time}
-
-    def _outcome(self) -> tuple[Array, float, bool, dict[str, Any]]:
-        obs, x = self._measure()
-        reward, self._x = x - self._x, x
-        info = {"x": x, "time": self.world.time}
-        if x >= GOAL_X:
-            return obs, reward + GOAL_BONUS, True, info
-        return obs, reward, False, info
 
     def _focus(self) -> tuple[float, float]:
         c = self.robot.center()
