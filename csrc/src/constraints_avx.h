@@ -254,39 +254,31 @@ static inline __attribute__((always_inline)) PS_WIDE_TARGET int PS_WIDE(volume_b
 }
 
 /* The two solves as functions of their own, follow_vel a constant in each (the positions-only
- * one keeps no velocity in its registers). */
-static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_follow)(
-    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
-    const double *prev_pos, const int32_t *pairs, const double *rest_length,
-    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
-{
-    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                      rest_length, compliance, order, t, stop, 1, inv_h, hh);
-}
-
-static PS_WIDE_TARGET int PS_WIDE(distance_batch_3d_still)(
-    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
-    const double *prev_pos, const int32_t *pairs, const double *rest_length,
-    const double *compliance, const int32_t *order, int t, int stop, double inv_h, double hh)
-{
-    return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos, pairs,
-                                      rest_length, compliance, order, t, stop, 0, inv_h, hh);
-}
-
-static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_follow)(
-    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
-    const int32_t *simplices, const double *rest_volume, const double *compliance,
-    const int32_t *order, int t, int stop, double inv_h, double hh)
-{
-    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                    compliance, order, t, stop, 1, inv_h, hh);
-}
-
-static PS_WIDE_TARGET int PS_WIDE(volume_batch_3d_still)(
-    double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,
-    const int32_t *simplices, const double *rest_volume, const double *compliance,
-    const int32_t *order, int t, int stop, double inv_h, double hh)
-{
-    return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices, rest_volume,
-                                    compliance, order, t, stop, 0, inv_h, hh);
-}
+ * one keeps no velocity in its registers): `way` names the function, `follow` its constant. */
+#define PS_DISTANCE_WAY(way, follow)                                                         \
+    static PS_WIDE_TARGET int PS_WIDE(way)(                                                  \
+        double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,  \
+        const double *prev_pos, const int32_t *pairs, const double *rest_length,            \
+        const double *compliance, const int32_t *order, int t, int stop, double inv_h,      \
+        double hh)                                                                           \
+    {                                                                                        \
+        return PS_WIDE(distance_batch_3d)(pos, vel, withheld, lambda, inv_mass, prev_pos,     \
+                                          pairs, rest_length, compliance, order, t, stop,    \
+                                          follow, inv_h, hh);                                \
+    }
+#define PS_VOLUME_WAY(way, follow)                                                           \
+    static PS_WIDE_TARGET int PS_WIDE(way)(                                                  \
+        double *pos, double *vel, double *withheld, double *lambda, const double *inv_mass,  \
+        const int32_t *simplices, const double *rest_volume, const double *compliance,      \
+        const int32_t *order, int t, int stop, double inv_h, double hh)                      \
+    {                                                                                        \
+        return PS_WIDE(volume_batch_3d)(pos, vel, withheld, lambda, inv_mass, simplices,      \
+                                        rest_volume, compliance, order, t, stop, follow,     \
+                                        inv_h, hh);                                          \
+    }
+PS_DISTANCE_WAY(distance_batch_3d_follow, 1)
+PS_DISTANCE_WAY(distance_batch_3d_still, 0)
+PS_VOLUME_WAY(volume_batch_3d_follow, 1)
+PS_VOLUME_WAY(volume_batch_3d_still, 0)
+#undef PS_DISTANCE_WAY
+#undef PS_VOLUME_WAY
