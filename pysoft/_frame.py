@@ -58,6 +58,7 @@ class Op:
         c.kernel, c.stage, c.when, c.after = index, stage, when, -1
         for k, pointer in enumerate(call.args):
             c.p[k] = pointer
+        c.nptr = len(call.args)
         c.vary = -1 if vary < 0 else self.kinds[:vary].count("i")
         c.vary_kind = vary_kind
         kernel = _kernels.REGISTRY[self.name]

@@ -12,7 +12,7 @@ needs Python between them (no spring that may tear, no pusher to aim: ``Feature.
 with the copies and fills its next frame's start makes (``Frame.between``, the
 FrameStart's copies) done in C; it stops after a frame whose scan found an unstable
 particle, and Python reports it as ``step()`` would. A world whose last frame ran this way
-continues from it at the next call (``_Pending.resume``): when neither the plan of its calls
+continues from it at the next call (``_resumed``): when neither the plan of its calls
 (h, substeps, the rows, the settings), its systems nor esper's entities changed since, the
 Python start of its first frame is also the copies and fills C makes between frames, and C
 checks that the values that start reads (the colliders' velocities and dampings, the bodies'
@@ -176,9 +176,9 @@ def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
     left = dict.fromkeys(chunk, frames)
     while left:
         batch = _started(worlds, left, errors, release)
-        if batch:
+        if batch.runs:
             ffi, lib = _native.require()
-            lib.ps_run_worlds(ffi.new("ps_world *[]", [p.runs for _, p in batch]), len(batch), threads)
+            lib.ps_run_worlds(ffi.new("ps_world *[]", batch.runs), len(batch.runs), threads)
         _ended(batch, left, errors, release)
         for i in [i for i, n in left.items() if n <= 0]:
             del left[i]
@@ -224,7 +224,7 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
         return batched
     ffi, lib = _native.require()
     again: list[int] = []
-    running: tuple[list[tuple[int, _Pending]], dict[int, int], Any] | None = None
+    running: tuple[_Batch, dict[int, int], Any] | None = None
 
     def end_running() -> None:
         if running is not None:
@@ -239,10 +239,10 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
         for k in range(0, len(batched), CHUNK):
             left = dict.fromkeys(batched[k:k + CHUNK], 1)
             batch = _started(worlds, left, errors, release)
-            array = ffi.new("ps_world *[]", [p.runs for _, p in batch]) if batch else None
+            array = ffi.new("ps_world *[]", batch.runs) if batch.runs else None
             lib.ps_runner_wait(runner)
-            if batch:
-                lib.ps_runner_post(runner, array, len(batch), threads - 1)
+            if batch.runs:
+                lib.ps_runner_post(runner, array, len(batch.runs), threads - 1)
             end_running()
             running = (batch, left, array)
     finally:
@@ -251,38 +251,65 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
     return again
 
 
+class _Batch:
+    """The worlds of a chunk begun in Python for one ``ps_run_worlds`` call: their indices,
+    their ps_worlds and, for each, its _Pending (None: a world continued from its last frame,
+    ``_resumed``)."""
+
+    def __init__(self) -> None:
+        self.order: list[int] = []
+        self.worlds: list[World] = []
+        self.runs: list[Any] = []
+        self.pending: list[_Pending | None] = []
+
+    def add(self, i: int, w: World, runs: Any, pending: _Pending | None) -> None:
+        self.order.append(i)
+        self.worlds.append(w)
+        self.runs.append(runs)
+        self.pending.append(pending)
+
+
 def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseException],
-             release: _Released) -> list[tuple[int, _Pending]]:
+             release: _Released) -> _Batch:
     """Begin the frames of the worlds ``left`` (index: frames to go) in Python: those to run
-    in C, with their _Pending; a world whose start raised leaves ``left`` for ``errors``, and
-    one that ran its frame stage by stage has a frame less to go."""
-    batch: list[tuple[int, _Pending]] = []
-    for i in list(left):
+    in C; a world whose start raised leaves ``left`` for ``errors``, and one that ran its
+    frame stage by stage has a frame less to go."""
+    batch = _Batch()
+    for i, frames in left.items():
+        w = worlds[i]
+        runs = _resumed(w, frames)
+        if runs is not None:
+            batch.add(i, w, runs, None)
+            continue
         try:
-            pending = _Pending.start(worlds[i], left[i])
+            pending = _Pending.start(w, frames)
         except Exception as exc:
             errors[i] = exc
-            del left[i]
-            release(i)
+            left[i] = -1  # (out of left, and let go, once the loop is over)
             continue
         if pending.runs is None:  # it ran its frame stage by stage (a term asked for that)
             left[i] -= 1
         else:
-            batch.append((i, pending))
+            batch.add(i, w, pending.runs, pending)
+    for i in [i for i, n in left.items() if n < 0]:
+        del left[i]
+        release(i)
     return batch
 
 
-def _ended(batch: list[tuple[int, _Pending]], left: dict[int, int], errors: dict[int, BaseException],
+def _ended(batch: _Batch, left: dict[int, int], errors: dict[int, BaseException],
            release: _Released) -> None:
-    """After their C run: end the frames of ``batch`` in Python (``_Pending.end``)."""
-    for i, pending in batch:
-        ran, error = _attempt(pending.end)
-        if error is not None:
-            errors[i] = error
+    """After their C run: end the frames of ``batch`` in Python (``_Pending.end``, or
+    ``_continued`` for the worlds that continued their last frame)."""
+    for i, w, runs, pending in zip(batch.order, batch.worlds, batch.runs, batch.pending, strict=True):
+        try:
+            ran = _continued(w, runs) if pending is None else pending.end()
+        except Exception as exc:  # noqa: PERF203 (a try costs next to nothing until it catches)
+            errors[i] = exc
             del left[i]
             release(i)
         else:
-            left[i] -= ran or 0
+            left[i] -= ran
 
 
 class _Pending:
@@ -291,15 +318,11 @@ class _Pending:
     def __init__(self, world: World, dt: float, h: float, systems: tuple[Any, ...]) -> None:
         self.world, self.dt, self.h, self.systems = world, dt, h, systems
         self.runs: Any = None  # the world's ps_world (None: the frame ran stage by stage)
-        self.resumed = False  # whether its frames continue its last one (``resume``)
 
     @classmethod
     def start(cls, w: World, frames: int) -> _Pending:
         """Begin ``w``'s next frame as its ``step()`` would, and describe up to ``frames`` of
         them (one unless nothing needs Python between them) for ps_run_worlds."""
-        resumed = cls.resume(w, frames)
-        if resumed is not None:
-            return resumed
         begun = w._begin(None)
         if begun is None:  # (no frame: a world's own dt is at least MIN_DT)
             return cls(w, 0.0, 0.0, ())
@@ -319,28 +342,6 @@ class _Pending:
         w._end(dt, error, systems, elapsed)
         return self
 
-    @classmethod
-    def resume(cls, w: World, frames: int) -> _Pending | None:
-        """``w``'s next frames continuing its last one in C, when that frame ran its calls in
-        one call of the C core and since then neither the plan of the calls (h, substeps, the
-        tables' rows, the settings), the systems, nor esper's entities changed: then the Python
-        start of a frame (the FrameStart's copies, the asked terms' ``frame_start``) is the
-        copies and fills that ``ps_run_worlds`` makes before a later frame (``Frame.between``);
-        C checks the values those terms read (``Frame.watched``). None otherwise."""
-        frame, s = w._frame, w._settings
-        if frame is None or not frame.resumable or w._stepping or s._dt < MIN_DT or w._ecs.ghosts():
-            return None
-        dt = min(s._dt, s._max_dt)
-        h = dt / s._substeps
-        repeats = frames > 1 and w._features.repeats()
-        runs = frame.resumed(frames if repeats else 1, (h, s._substeps, frame.clock.value, s._changes))
-        if runs is None:
-            return None
-        self = cls(w, dt, h, w._systems)
-        self.runs, self.resumed = runs, True
-        w.pipeline.unstable, w._stepping = -1, True
-        return self
-
     def end(self) -> int:
         """After ps_run_worlds: what ``step()`` does after each frame that ran (the frames but
         the last had nothing to do but their time); how many ran (0 when a resumed world's
@@ -351,27 +352,65 @@ class _Pending:
         if ran < 0:
             frame.resumable = w._stepping = False
             return 0
-        if self.resumed and runs.found < 0 and w._features.repeats():
-            # What _end would do but the time is nothing: its after_frame ran after the last
-            # frame, nothing it reads changed since (resume), and it is the same done once
-            # after several frames as after each (repeats); no error to deliver; the profile
-            # is the same arrays. Nor has finish anything to do: no scan found a particle, no
-            # kernel call is counted (resumed), and the substep is the last one's already
-            pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
-            for _ in range(ran):  # (frame by frame, as step() adds them)
-                t += dt
-            pipeline.time = t
-            w._stepping = False
-            return ran
         try:
             frame.finish(w._settings._substeps)
-            pipeline, t, dt = w.pipeline, w.pipeline.time, self.dt
-            for _ in range(ran - 1):  # (frame by frame, as step() adds them)
-                t += dt
-            pipeline.time = t
+            _advance(w.pipeline, self.dt, ran - 1)
             error = w._diagnose(self.h, self.systems)
-            frame.resumable = frame.resumes and pipeline.unstable < 0
+            frame.resumable = frame.resumes and w.pipeline.unstable < 0
         finally:
             w._stepping = False
         w._end(self.dt, error, self.systems, frame.seconds)
         return ran
+
+
+def _advance(pipeline: Any, dt: float, frames: int) -> None:
+    """The pipeline's time ``frames`` frames of ``dt`` on, added frame by frame as ``step()``
+    adds them (the same rounding)."""
+    t = pipeline.time
+    for _ in range(frames):
+        t += dt
+    pipeline.time = t
+
+
+def _resumed(w: World, frames: int) -> Any:
+    """``w``'s ps_world to run up to ``frames`` frames (one unless nothing needs Python
+    between them: ``Features.repeats``) continuing from its last frame in C, when that frame
+    ran its calls in one call of the C core and since then neither the plan of the calls (h,
+    substeps, the tables' rows, the settings), the systems, nor esper's entities changed:
+    then the Python start of a frame (the FrameStart's copies, the asked terms'
+    ``frame_start``) is the copies and fills that ``ps_run_worlds`` makes before a later
+    frame (``Frame.between``); C checks the values those terms read (``Frame.watched``).
+    None otherwise (the world's frames start from Python: ``_Pending.start``)."""
+    frame, s = w._frame, w._settings
+    if frame is None or not frame.resumable or w._stepping or s._dt < MIN_DT or w._ecs.ghosts():
+        return None
+    repeats = frames > 1 and w._features.repeats()
+    runs = frame.resumed(frames if repeats else 1,
+                         (min(s._dt, s._max_dt) / s._substeps, s._substeps, frame.clock.value, s._changes))
+    if runs is not None:
+        w.pipeline.unstable, w._stepping = -1, True
+    return runs
+
+
+def _continued(w: World, runs: Any) -> int:
+    """After ps_run_worlds, for a world ``_resumed``: what ``step()`` does after each frame
+    that ran; how many ran (0 when its watched values had changed: its next start is
+    Python's)."""
+    ran = int(runs.ran)
+    if ran < 0:
+        w._frame.resumable = w._stepping = False  # type: ignore[union-attr]
+        return 0
+    s = w._settings
+    dt = min(s._dt, s._max_dt)
+    if runs.found < 0 and w._features.repeats():
+        # What _end would do but the time is nothing: its after_frame ran after the last
+        # frame, nothing it reads changed since (_resumed), and it is the same done once after
+        # several frames as after each (repeats); no error to deliver; the profile is the same
+        # arrays. Nor has finish anything to do: no scan found a particle, no kernel call is
+        # counted (resumed), and the substep is the last one's already
+        _advance(w.pipeline, dt, ran)
+        w._stepping = False
+        return ran
+    pending = _Pending(w, dt, dt / s._substeps, w._systems)
+    pending.runs = runs
+    return pending.end()

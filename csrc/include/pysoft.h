@@ -187,7 +187,8 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
  * them, with one wait for the group instead of one per op: i[rows_slot] is the op's row
  * count, row_bytes[k] the bytes per row of pointer k (0: not a per-row array), i[threads_slot]
  * (if >= 0) its own thread count (1 within a range), and `combine` how the ranges' results
- * make the op's: 0 none, 1 their sum, 2 the first row a range returns (-1: none). */
+ * make the op's: 0 none, 1 their sum, 2 the first row a range returns (-1: none). `nptr`
+ * is the number of pointers in p[] (the kernel's arrays). */
 typedef struct {
     int kernel, stage, when, vary, vary_kind, after;
     int64_t result, calls;
@@ -196,6 +197,7 @@ typedef struct {
     double d[8];
     int group, rows_slot, threads_slot, combine;
     int32_t row_bytes[48];
+    int nptr;  /* the pointers in p[] (the kernel's arrays) */
 } ps_op;
 extern const char *const ps_op_names[];
 extern const char *const ps_op_scalars[];
