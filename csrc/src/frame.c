@@ -67,11 +67,11 @@ static int runs(ps_op *const *ops, ps_op *op, int s, int substeps)
     return 1;
 }
 
-/* The time since *t, added to the op's stage. */
-static void clock_op(const ps_op *op, double *t, int nstages, double *seconds)
+/* The time since *t, added to `stage`'s seconds. */
+static void clock_stage(int stage, double *t, int nstages, double *seconds)
 {
     double t1 = seconds_now();
-    if (op->stage >= 0 && op->stage < nstages) seconds[op->stage] += t1 - *t;
+    if (stage >= 0 && stage < nstages) seconds[stage] += t1 - *t;
     *t = t1;
 }
 
@@ -152,29 +152,37 @@ static void run_group(ps_op **ops, int k0, int k1, int s, int substeps, int thre
 }
 
 /* Runs `substeps` substeps of the ops; seconds[op.stage] (0 <= stage < nstages, zeroed first)
- * is the time of the stage's ops (one clock reading per op: each op's time ends where the
- * next one's starts). With nstages 0 nothing is timed (no clock is read). */
+ * is the time of the stage's ops (a clock reading where the stage of the ops that run
+ * changes: a run of one stage's ops ends where the next stage's starts). With nstages 0
+ * nothing is timed (no clock is read). */
 void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seconds, int threads)
 {
     for (int k = 0; k < nstages; k++) seconds[k] = 0.0;
     double t = nstages > 0 ? seconds_now() : 0.0;
+    int stage = -1;  /* the stage of the ops run since the clock was last read */
     for (int s = 0; s < substeps; s++) {
         for (int k = 0; k < nops;) {
             ps_op *op = ops[k];
             if (op->group >= 0 && threads > 1) {
                 int k1 = k + 1;
                 while (k1 < nops && k1 - k < PS_GROUP_MAX && ops[k1]->group == op->group) k1++;
+                if (stage >= 0) clock_stage(stage, &t, nstages, seconds);
+                stage = -1;
                 run_group(ops, k, k1, s, substeps, threads, &t, nstages, seconds);
                 k = k1;
                 continue;
             }
             k++;
             if (!runs(ops, op, s, substeps)) continue;
+            if (nstages > 0 && op->stage != stage) {
+                if (stage >= 0) clock_stage(stage, &t, nstages, seconds);
+                stage = op->stage;
+            }
             op->result = ps_op_table[op->kernel](op);
             op->calls++;
-            if (nstages > 0) clock_op(op, &t, nstages, seconds);
         }
     }
+    if (stage >= 0) clock_stage(stage, &t, nstages, seconds);
 }
 
 /* One world's frames (ps_world): between two frames (and before the first, when it resumes)
