@@ -382,7 +382,8 @@ def _resumed(w: World, frames: int) -> Any:
     frame (``Frame.between``); C checks the values those terms read (``Frame.watched``).
     None otherwise (the world's frames start from Python: ``_Pending.start``)."""
     frame, s = w._frame, w._settings
-    if frame is None or not frame.resumable or w._stepping or s._dt < MIN_DT or w._ecs.ghosts():
+    if frame is None or not frame.resumable or w._stepping or s._dt < MIN_DT or (
+            not w._ecs.intact() and w._ecs.ghosts()):
         return None
     repeats = frames > 1 and w._features.repeats()
     runs = frame.resumed(frames if repeats else 1,
