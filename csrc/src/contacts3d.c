@@ -108,7 +108,7 @@
 #include "contact_common.h"
 
 #define PS_BOX 10            /* numbers a body's box holds in aabb */
-#define PS_SCAN 16            /* triangles a block of the surface (a box of its own) */
+#define PS_SCAN 32           /* triangles a block of the surface (a box of its own) */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
 
 /* The index of the lowest set bit of w (w != 0) */
