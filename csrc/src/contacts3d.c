@@ -108,7 +108,7 @@
 #include "contact_common.h"
 
 #define PS_BOX 10            /* numbers a body's box holds in aabb */
-#define PS_SCAN 16            /* triangles a block of the surface (a box of its own) */
+#define PS_SCAN 32           /* triangles a block of the surface (a box of its own) */
 #define PS_SURFACE_SKIN 0.02 /* a surface's contact skin, a fraction of its triangle's size */
 
 /* The index of the lowest set bit of w (w != 0) */
@@ -295,11 +295,11 @@ static inline int claims(const double *pos, int iu, int iv, double sigma, double
     double E = (b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0]);
     if (lo != iu) E = -E;
     E = sigma * E;
-    if (E > 0.0) return 1;
-    if (E < 0.0 || E != E) return 0;
     const double *u = pos + 3L * iu, *v = pos + 3L * iv;
     double dx = sigma * (v[0] - u[0]), dy = sigma * (v[1] - u[1]);
-    return dy > 0.0 || (dy == 0.0 && dx < 0.0);
+    /* without branches (E's sign is a coin toss in a scan): E > 0, or E == 0 (not a NaN) and
+     * the edge's direction names p's side */
+    return (E > 0.0) | ((E == 0.0) & ((dy > 0.0) | ((dy == 0.0) & (dx < 0.0))));
 }
 
 /* Whether the ray from p toward +z crosses triangle f of tri (see the essay) */
@@ -307,21 +307,19 @@ static int crosses(const double *pos, const int32_t *tri, int f, double px, doub
 {
     int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
     const double *a = pos + 3L * ia, *b = pos + 3L * ib, *c = pos + 3L * ic;
-    if ((a[2] <= pz) & (b[2] <= pz) & (c[2] <= pz)) return 0; /* wholly below */
-    if ((a[0] < px) & (b[0] < px) & (c[0] < px)) return 0;
-    if ((a[0] > px) & (b[0] > px) & (c[0] > px)) return 0;
-    if ((a[1] < py) & (b[1] < py) & (c[1] < py)) return 0;
-    if ((a[1] > py) & (b[1] > py) & (c[1] > py)) return 0;
+    if (((a[2] <= pz) & (b[2] <= pz) & (c[2] <= pz))                   /* wholly below */
+        | ((a[0] < px) & (b[0] < px) & (c[0] < px)) | ((a[0] > px) & (b[0] > px) & (c[0] > px))
+        | ((a[1] < py) & (b[1] < py) & (c[1] < py)) | ((a[1] > py) & (b[1] > py) & (c[1] > py)))
+        return 0;
     double ux = b[0] - a[0], uy = b[1] - a[1], uz = b[2] - a[2];
     double vx = c[0] - a[0], vy = c[1] - a[1], vz = c[2] - a[2];
     double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
-    if (nz == 0.0) return 0; /* seen edge-on */
     double sigma = nz > 0.0 ? 1.0 : -1.0;
-    if (!(claims(pos, ia, ib, sigma, px, py) && claims(pos, ib, ic, sigma, px, py)
-          && claims(pos, ic, ia, sigma, px, py)))
-        return 0;
     double side = ((px - a[0]) * nx + (py - a[1]) * ny) + (pz - a[2]) * nz;
-    return sigma * side < 0.0; /* the plane is above p */
+    /* seen edge-on (nz == 0): never; else p in the projection and the plane above p, tested
+     * without branches (each a coin toss in a scan) */
+    return (nz != 0.0) & claims(pos, ia, ib, sigma, px, py) & claims(pos, ib, ic, sigma, px, py)
+           & claims(pos, ic, ia, sigma, px, py) & (sigma * side < 0.0);
 }
 
 /* A surface's triangle boxes (see `face_contact`), by coordinate: lo x of its m triangles, then
