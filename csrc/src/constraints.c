@@ -1115,3 +1115,129 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
         }
     }
 }
+
+/* Angular momentum through a body's own constraints (ps_spin_record before the substep's
+ * solve, ps_spin_keep after it; the header comment's last paragraph). */
+
+/* Whether body j's spin is kept: it has members, all of them its own (owner j: none shared
+ * with another body), none immovable, and no constraint links one to a particle of another
+ * body or of none (`linked`, the World's, from the constraint tables). */
+PS_INLINE int spins_alone(const int32_t *rows, int count, int j, const int32_t *owner,
+                          const double *inv_mass, const int32_t *linked)
+{
+    if (count <= 0 || linked[j]) return 0;
+    for (int e = 0; e < count; e++)
+        if (owner[rows[e]] != j || inv_mass[rows[e]] == 0.0) return 0;
+    return 1;
+}
+
+/* Members rows[0 .. count)'s mass-weighted centre c, and their angular momentum L about it
+ * (2D: L[0], the z component) of velocities vel, or of (x - p) h^-1 - withheld if prev_pos
+ * (integrator "xpbd"'s velocity update, integrate.c, as it will be); with I, their inertia
+ * tensor about c (2D: I[0][0] = sum m |r|^2). Sums in member order, from 0.0. */
+static void body_spin(double c[3], double L[3], double I[3][3], const double *pos, const double *vel,
+                      const double *prev_pos, const double *withheld, const double *mass,
+                      const int32_t *rows, int count, int dim, double inv_h)
+{
+    double M = 0.0;
+    for (int a = 0; a < 3; a++) {
+        c[a] = 0.0, L[a] = 0.0;
+        if (I)
+            for (int e = 0; e < 3; e++) I[a][e] = 0.0;
+    }
+    for (int k = 0; k < count; k++) {
+        long i = rows[k];
+        M = M + mass[i];
+        for (int a = 0; a < dim; a++) c[a] = c[a] + mass[i] * pos[dim * i + a];
+    }
+    for (int a = 0; a < dim; a++) c[a] = c[a] / M;
+    for (int k = 0; k < count; k++) {
+        long i = rows[k];
+        double m = mass[i], r[3] = {0.0, 0.0, 0.0}, v[3] = {0.0, 0.0, 0.0};
+        for (int a = 0; a < dim; a++) {
+            long q = dim * i + a;
+            r[a] = pos[q] - c[a];
+            v[a] = prev_pos ? (pos[q] - prev_pos[q]) * inv_h - withheld[q] : vel[q];
+        }
+        if (dim == 2) {
+            L[0] = L[0] + m * (r[0] * v[1] - r[1] * v[0]);
+            if (I) I[0][0] = I[0][0] + m * (r[0] * r[0] + r[1] * r[1]);
+            continue;
+        }
+        L[0] = L[0] + m * (r[1] * v[2] - r[2] * v[1]);
+        L[1] = L[1] + m * (r[2] * v[0] - r[0] * v[2]);
+        L[2] = L[2] + m * (r[0] * v[1] - r[1] * v[0]);
+        if (!I) continue;
+        double rr = (r[0] * r[0] + r[1] * r[1]) + r[2] * r[2];
+        for (int a = 0; a < 3; a++)
+            for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + m * ((a == e ? rr : 0.0) - r[a] * r[e]);
+    }
+}
+
+void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
+                    const double *inv_mass, const int32_t *owner, const int32_t *linked,
+                    const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                    int n, int b, int dim)
+{
+    (void)n;
+    if (dim != 2 && dim != 3) return;
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        double c[3], *L = spin + 3L * j;
+        if (!spins_alone(rows, body_count[j], j, owner, inv_mass, linked)) {
+            L[0] = L[1] = L[2] = 0.0;
+            continue;
+        }
+        body_spin(c, L, NULL, pos, vel, NULL, NULL, mass, rows, body_count[j], dim, 0.0);
+    }
+}
+
+void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
+                  const double *prev_pos, const double *mass, const double *inv_mass,
+                  const int32_t *owner, const int32_t *linked, const int32_t *members,
+                  const int32_t *body_start, const int32_t *body_count, int n, int b, int dim,
+                  int from_positions, double h)
+{
+    (void)n;
+    if (dim != 2 && dim != 3) return;
+    double inv_h = 1.0 / h;
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        int count = body_count[j];
+        if (!spins_alone(rows, count, j, owner, inv_mass, linked)) continue;
+        double c[3], L[3], I[3][3], w[3] = {0.0, 0.0, 0.0}, dL[3];
+        body_spin(c, L, I, pos, vel, from_positions ? prev_pos : NULL, withheld, mass, rows, count,
+                  dim, inv_h);
+        for (int a = 0; a < 3; a++) dL[a] = L[a] - spin[3L * j + a];
+        if (dim == 2) {
+            if (!(I[0][0] > 0.0)) continue;
+            w[2] = dL[0] / I[0][0];
+        } else {  /* I w = dL by I's adjugate; members on a line: w = 2 dL / tr I (ps_rigid_fit3's) */
+            double a00 = I[1][1] * I[2][2] - I[1][2] * I[2][1], a01 = I[0][2] * I[2][1] - I[0][1] * I[2][2];
+            double a02 = I[0][1] * I[1][2] - I[0][2] * I[1][1], a11 = I[0][0] * I[2][2] - I[0][2] * I[2][0];
+            double a12 = I[0][2] * I[1][0] - I[0][0] * I[1][2], a22 = I[0][0] * I[1][1] - I[0][1] * I[1][0];
+            double detI = (I[0][0] * a00 + I[0][1] * (I[1][2] * I[2][0] - I[1][0] * I[2][2]))
+                          + I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
+            double tr = (I[0][0] + I[1][1]) + I[2][2], third = tr / 3.0;
+            if (detI > 1e-12 * (third * third * third)) {
+                w[0] = ((a00 * dL[0] + a01 * dL[1]) + a02 * dL[2]) / detI;
+                w[1] = ((a01 * dL[0] + a11 * dL[1]) + a12 * dL[2]) / detI;
+                w[2] = ((a02 * dL[0] + a12 * dL[1]) + a22 * dL[2]) / detI;
+            } else if (tr > 0.0) {
+                for (int a = 0; a < 3; a++) w[a] = 2.0 * dL[a] / tr;
+            } else {
+                continue;
+            }
+        }
+        double *out = from_positions ? withheld : vel, sign = from_positions ? 1.0 : -1.0;
+        for (int k = 0; k < count; k++) {
+            long i = rows[k];
+            double r[3] = {0.0, 0.0, 0.0}, s[3];
+            for (int a = 0; a < dim; a++) r[a] = pos[dim * i + a] - c[a];
+            s[0] = w[1] * r[2] - w[2] * r[1];
+            s[1] = w[2] * r[0] - w[0] * r[2];
+            s[2] = w[0] * r[1] - w[1] * r[0];
+            for (int a = 0; a < dim; a++) out[dim * i + a] = out[dim * i + a] + sign * s[a];
+        }
+    }
+}

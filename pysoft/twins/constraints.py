@@ -379,3 +379,102 @@ def _material_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, 
         vel[rows] = vel[rows] + dx[:, i] * inv_h * share
         if any_capped:
             _withhold(withheld, rows, dx[:, i], inv_h, share, capped)
+
+
+def _spinning(owner: I32, inv_mass: F64, linked: I32, members: I32, body_start: I32, body_count: I32,
+              b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bodies whose spin is kept (constraints.c's spins_alone), as a mask over the b
+    bodies, and their member entries: each one's body and row, in member order."""
+    body, flat = ranges(body_start, body_count, b)
+    rows = members[flat]
+    ok = (body_count[:b] > 0) & (linked[:b] == 0)
+    ok[np.unique(body[(owner[rows] != body) | (inv_mass[rows] == 0.0)])] = False
+    keep = ok[body]
+    return ok, body[keep], rows[keep]
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
+def _body_spin(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarray, b: int,
+               dim: int) -> tuple[F64, F64, F64, F64]:
+    """constraints.c's body_spin for every body at once (sums in member order, as np.add.at
+    adds): each member's offset r from its body's centre (3 columns), each body's angular
+    momentum L (3 columns; 2D: the first) and inertia tensor I ((b, 3, 3); 2D: I[:, 0, 0])."""
+    m = mass[rows]
+    total = np.zeros(b)
+    np.add.at(total, body, m)
+    sums = np.zeros((b, dim))
+    np.add.at(sums, body, m[:, None] * pos[rows])
+    c = sums / total[:, None]
+    r = np.zeros((len(rows), 3))
+    r[:, :dim] = pos[rows] - c[body]
+    L, inertia = np.zeros((b, 3)), np.zeros((b, 3, 3))
+    if dim == 2:
+        np.add.at(L[:, 0], body, m * (r[:, 0] * v[:, 1] - r[:, 1] * v[:, 0]))
+        np.add.at(inertia[:, 0, 0], body, m * (r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1]))
+        return r, L, inertia, c
+    terms = [r[:, 1] * v[:, 2] - r[:, 2] * v[:, 1], r[:, 2] * v[:, 0] - r[:, 0] * v[:, 2],
+             r[:, 0] * v[:, 1] - r[:, 1] * v[:, 0]]
+    rr = (r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1]) + r[:, 2] * r[:, 2]
+    terms += [(rr if a == e else 0.0) - r[:, a] * r[:, e] for a in range(3) for e in range(3)]
+    acc = np.zeros((b, 12))
+    np.add.at(acc, body, m[:, None] * np.stack(terms, axis=1))
+    return r, acc[:, :3], acc[:, 3:].reshape(b, 3, 3), c
+
+
+def spin_record(
+    spin: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, owner: I32, linked: I32, members: I32,
+    body_start: I32, body_count: I32, n: int, b: int, dim: int,
+) -> None:
+    """Each body's angular momentum about its centre of mass before the constraint solve (0
+    for a body whose spin is not kept; constraints.c)."""
+    if dim not in (2, 3):
+        return
+    ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
+    _, L, _, _ = _body_spin(pos, vel[rows], mass, body, rows, b, dim)
+    spin[:b] = np.where(ok[:, None], L, 0.0)
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
+def spin_keep(
+    vel: F64, withheld: F64, spin: F64, pos: F64, prev_pos: F64, mass: F64, inv_mass: F64,
+    owner: I32, linked: I32, members: I32, body_start: I32, body_count: I32, n: int, b: int,
+    dim: int, from_positions: int, h: float,
+) -> None:
+    """The change of each kept body's angular momentum since spin_record taken off as a rigid
+    spin w = I^-1 dL: v_i -= w x r_i, or (from_positions) withheld_i += w x r_i (constraints.c)."""
+    if dim not in (2, 3):
+        return
+    inv_h = 1.0 / h
+    ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
+    v = (pos[rows] - prev_pos[rows]) * inv_h - withheld[rows] if from_positions else vel[rows]
+    r, L, inertia, _ = _body_spin(pos, v, mass, body, rows, b, dim)
+    dL = L - spin[:b]
+    w = np.zeros((b, 3))
+    if dim == 2:
+        go = ok & (inertia[:, 0, 0] > 0.0)
+        w[:, 2] = dL[:, 0] / inertia[:, 0, 0]
+    else:
+        def i(a: int, e: int) -> F64:
+            return inertia[:, a, e]
+
+        a00, a01 = i(1, 1) * i(2, 2) - i(1, 2) * i(2, 1), i(0, 2) * i(2, 1) - i(0, 1) * i(2, 2)
+        a02, a11 = i(0, 1) * i(1, 2) - i(0, 2) * i(1, 1), i(0, 0) * i(2, 2) - i(0, 2) * i(2, 0)
+        a12, a22 = i(0, 2) * i(1, 0) - i(0, 0) * i(1, 2), i(0, 0) * i(1, 1) - i(0, 1) * i(1, 0)
+        detI = ((i(0, 0) * a00 + i(0, 1) * (i(1, 2) * i(2, 0) - i(1, 0) * i(2, 2)))
+                + i(0, 2) * (i(1, 0) * i(2, 1) - i(1, 1) * i(2, 0)))
+        tr = (i(0, 0) + i(1, 1)) + i(2, 2)
+        third = tr / 3.0
+        solved = detI > 1e-12 * (third * third * third)
+        adj = np.stack([np.stack([a00, a01, a02], axis=1), np.stack([a01, a11, a12], axis=1),
+                        np.stack([a02, a12, a22], axis=1)], axis=1)
+        by_adj = ((adj[:, :, 0] * dL[:, 0:1] + adj[:, :, 1] * dL[:, 1:2]) + adj[:, :, 2] * dL[:, 2:3])
+        w = np.where(solved[:, None], by_adj / detI[:, None], 2.0 * dL / tr[:, None])
+        go = ok & (solved | (tr > 0.0))
+    live = go[body]
+    wb, rb = w[body[live]], r[live]
+    s = np.stack([wb[:, 1] * rb[:, 2] - wb[:, 2] * rb[:, 1], wb[:, 2] * rb[:, 0] - wb[:, 0] * rb[:, 2],
+                  wb[:, 0] * rb[:, 1] - wb[:, 1] * rb[:, 0]], axis=1)[:, :dim]
+    if from_positions:
+        np.add.at(withheld, rows[live], 1.0 * s)
+    else:
+        np.add.at(vel, rows[live], -1.0 * s)
