@@ -1131,47 +1131,65 @@ PS_INLINE int spins_alone(const int32_t *rows, int count, int j, const int32_t *
     return 1;
 }
 
-/* Members rows[0 .. count)'s mass-weighted centre c, and their angular momentum L about it
- * (2D: L[0], the z component) of velocities vel, or of (x - p) h^-1 - withheld if prev_pos
- * (integrator "xpbd"'s velocity update, integrate.c, as it will be); with I, their inertia
- * tensor about c (2D: I[0][0] = sum m |r|^2). Sums in member order, from 0.0. */
-static void body_spin(double c[3], double L[3], double I[3][3], const double *pos, const double *vel,
-                      const double *prev_pos, const double *withheld, const double *mass,
-                      const int32_t *rows, int count, int dim, double inv_h)
+/* A body's moments in one pass over its members rows[0 .. count), about its first member's
+ * position o (s_i = x_i - o): M = sum m, S = sum m s, P = sum m v, A = sum m s x v, and (if
+ * J) J = sum m (|s|^2 - s_a^2) per axis a, K = sum m (s_x s_y, s_x s_z, s_y s_z); in 2D S, P
+ * of two, A and J of one (z). Velocities vel, or (x - p) h^-1 - withheld if prev_pos
+ * (integrator "xpbd"'s velocity update, integrate.c, as it will be). Sums in member order,
+ * from 0.0. `dim` is a constant at each call: one loop per case. */
+typedef struct {
+    double o[3], M, S[3], P[3], A[3], J[3], K[3];
+} ps_moments;
+
+PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel, const double *prev_pos,
+                            const double *withheld, const double *mass, const int32_t *rows, int count,
+                            int dim, int inertia, double inv_h)
 {
-    double M = 0.0;
-    for (int a = 0; a < 3; a++) {
-        c[a] = 0.0, L[a] = 0.0;
-        if (I)
-            for (int e = 0; e < 3; e++) I[a][e] = 0.0;
-    }
-    for (int k = 0; k < count; k++) {
-        long i = rows[k];
-        M = M + mass[i];
-        for (int a = 0; a < dim; a++) c[a] = c[a] + mass[i] * pos[dim * i + a];
-    }
-    for (int a = 0; a < dim; a++) c[a] = c[a] / M;
-    for (int k = 0; k < count; k++) {
-        long i = rows[k];
-        double m = mass[i], r[3] = {0.0, 0.0, 0.0}, v[3] = {0.0, 0.0, 0.0};
+    double M = 0.0, S[3] = {0.0, 0.0, 0.0}, P[3] = {0.0, 0.0, 0.0}, A[3] = {0.0, 0.0, 0.0};
+    double J[3] = {0.0, 0.0, 0.0}, K[3] = {0.0, 0.0, 0.0}, o[3] = {0.0, 0.0, 0.0};
+    for (int a = 0; a < dim; a++) o[a] = pos[(long)dim * rows[0] + a];
+    for (int e = 0; e < count; e++) {
+        long i = rows[e];
+        double m = mass[i], x[3] = {0.0, 0.0, 0.0}, v[3] = {0.0, 0.0, 0.0};
         for (int a = 0; a < dim; a++) {
             long q = dim * i + a;
-            r[a] = pos[q] - c[a];
+            x[a] = pos[q] - o[a];
             v[a] = prev_pos ? (pos[q] - prev_pos[q]) * inv_h - withheld[q] : vel[q];
         }
+        M = M + m;
+        for (int a = 0; a < dim; a++) {
+            S[a] = S[a] + m * x[a];
+            P[a] = P[a] + m * v[a];
+        }
         if (dim == 2) {
-            L[0] = L[0] + m * (r[0] * v[1] - r[1] * v[0]);
-            if (I) I[0][0] = I[0][0] + m * (r[0] * r[0] + r[1] * r[1]);
+            A[2] = A[2] + m * (x[0] * v[1] - x[1] * v[0]);
+            if (inertia) J[2] = J[2] + m * (x[0] * x[0] + x[1] * x[1]);
             continue;
         }
-        L[0] = L[0] + m * (r[1] * v[2] - r[2] * v[1]);
-        L[1] = L[1] + m * (r[2] * v[0] - r[0] * v[2]);
-        L[2] = L[2] + m * (r[0] * v[1] - r[1] * v[0]);
-        if (!I) continue;
-        double rr = (r[0] * r[0] + r[1] * r[1]) + r[2] * r[2];
-        for (int a = 0; a < 3; a++)
-            for (int e = 0; e < 3; e++) I[a][e] = I[a][e] + m * ((a == e ? rr : 0.0) - r[a] * r[e]);
+        A[0] = A[0] + m * (x[1] * v[2] - x[2] * v[1]);
+        A[1] = A[1] + m * (x[2] * v[0] - x[0] * v[2]);
+        A[2] = A[2] + m * (x[0] * v[1] - x[1] * v[0]);
+        if (!inertia) continue;
+        double xx = x[0] * x[0], yy = x[1] * x[1], zz = x[2] * x[2];
+        J[0] = J[0] + m * (yy + zz);
+        J[1] = J[1] + m * (xx + zz);
+        J[2] = J[2] + m * (xx + yy);
+        K[0] = K[0] + m * (x[0] * x[1]);
+        K[1] = K[1] + m * (x[0] * x[2]);
+        K[2] = K[2] + m * (x[1] * x[2]);
     }
+    b->M = M;
+    for (int a = 0; a < 3; a++)
+        b->o[a] = o[a], b->S[a] = S[a], b->P[a] = P[a], b->A[a] = A[a], b->J[a] = J[a], b->K[a] = K[a];
+}
+
+/* The centre c (offset from o) and the angular momentum L about it: L = A - c x P (2D: L[2]). */
+PS_INLINE void body_spin(double c[3], double L[3], const ps_moments *b, int dim)
+{
+    for (int a = 0; a < 3; a++) c[a] = a < dim ? b->S[a] / b->M : 0.0;
+    L[0] = dim == 2 ? 0.0 : b->A[0] - (c[1] * b->P[2] - c[2] * b->P[1]);
+    L[1] = dim == 2 ? 0.0 : b->A[1] - (c[2] * b->P[0] - c[0] * b->P[2]);
+    L[2] = b->A[2] - (c[0] * b->P[1] - c[1] * b->P[0]);
 }
 
 void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
@@ -1188,7 +1206,12 @@ void ps_spin_record(double *spin, const double *pos, const double *vel, const do
             L[0] = L[1] = L[2] = 0.0;
             continue;
         }
-        body_spin(c, L, NULL, pos, vel, NULL, NULL, mass, rows, body_count[j], dim, 0.0);
+        ps_moments mo;
+        if (dim == 2)
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 2, 0, 0.0);
+        else
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 3, 0, 0.0);
+        body_spin(c, L, &mo, dim);
     }
 }
 
@@ -1205,20 +1228,32 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
         const int32_t *rows = members + body_start[j];
         int count = body_count[j];
         if (!spins_alone(rows, count, j, owner, inv_mass, linked)) continue;
-        double c[3], L[3], I[3][3], w[3] = {0.0, 0.0, 0.0}, dL[3];
-        body_spin(c, L, I, pos, vel, from_positions ? prev_pos : NULL, withheld, mass, rows, count,
-                  dim, inv_h);
+        ps_moments mo;
+        if (dim == 3 && from_positions)  /* (each case its own loop: dim and the branch folded) */
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, inv_h);
+        else if (dim == 3)
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 3, 1, inv_h);
+        else if (from_positions)
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 2, 1, inv_h);
+        else
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 2, 1, inv_h);
+        double c[3], L[3], w[3] = {0.0, 0.0, 0.0}, dL[3];
+        body_spin(c, L, &mo, dim);
         for (int a = 0; a < 3; a++) dL[a] = L[a] - spin[3L * j + a];
-        if (dim == 2) {
-            if (!(I[0][0] > 0.0)) continue;
-            w[2] = dL[0] / I[0][0];
+        const double M = mo.M;
+        if (dim == 2) {  /* I = J - M |c|^2 (the parallel axis theorem) */
+            double I = mo.J[2] - M * (c[0] * c[0] + c[1] * c[1]);
+            if (!(I > 0.0)) continue;
+            w[2] = dL[2] / I;
         } else {  /* I w = dL by I's adjugate; members on a line: w = 2 dL / tr I (ps_rigid_fit3's) */
-            double a00 = I[1][1] * I[2][2] - I[1][2] * I[2][1], a01 = I[0][2] * I[2][1] - I[0][1] * I[2][2];
-            double a02 = I[0][1] * I[1][2] - I[0][2] * I[1][1], a11 = I[0][0] * I[2][2] - I[0][2] * I[2][0];
-            double a12 = I[0][2] * I[1][0] - I[0][0] * I[1][2], a22 = I[0][0] * I[1][1] - I[0][1] * I[1][0];
-            double detI = (I[0][0] * a00 + I[0][1] * (I[1][2] * I[2][0] - I[1][0] * I[2][2]))
-                          + I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
-            double tr = (I[0][0] + I[1][1]) + I[2][2], third = tr / 3.0;
+            double xx = c[0] * c[0], yy = c[1] * c[1], zz = c[2] * c[2];
+            double I00 = mo.J[0] - M * (yy + zz), I11 = mo.J[1] - M * (xx + zz), I22 = mo.J[2] - M * (xx + yy);
+            double I01 = M * (c[0] * c[1]) - mo.K[0], I02 = M * (c[0] * c[2]) - mo.K[1];
+            double I12 = M * (c[1] * c[2]) - mo.K[2];
+            double a00 = I11 * I22 - I12 * I12, a01 = I02 * I12 - I01 * I22, a02 = I01 * I12 - I02 * I11;
+            double a11 = I00 * I22 - I02 * I02, a12 = I02 * I01 - I00 * I12, a22 = I00 * I11 - I01 * I01;
+            double detI = (I00 * a00 + I01 * a01) + I02 * a02;
+            double tr = (I00 + I11) + I22, third = tr / 3.0;
             if (detI > 1e-12 * (third * third * third)) {
                 w[0] = ((a00 * dL[0] + a01 * dL[1]) + a02 * dL[2]) / detI;
                 w[1] = ((a01 * dL[0] + a11 * dL[1]) + a12 * dL[2]) / detI;
@@ -1230,14 +1265,22 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
             }
         }
         double *out = from_positions ? withheld : vel, sign = from_positions ? 1.0 : -1.0;
-        for (int k = 0; k < count; k++) {
-            long i = rows[k];
-            double r[3] = {0.0, 0.0, 0.0}, s[3];
-            for (int a = 0; a < dim; a++) r[a] = pos[dim * i + a] - c[a];
-            s[0] = w[1] * r[2] - w[2] * r[1];
-            s[1] = w[2] * r[0] - w[0] * r[2];
-            s[2] = w[0] * r[1] - w[1] * r[0];
-            for (int a = 0; a < dim; a++) out[dim * i + a] = out[dim * i + a] + sign * s[a];
+        double oc[3] = {mo.o[0] + c[0], mo.o[1] + c[1], mo.o[2] + c[2]};  /* the centre */
+        if (dim == 2) {
+            for (int e = 0; e < count; e++) {
+                long i = rows[e];
+                double rx = pos[2 * i] - oc[0], ry = pos[2 * i + 1] - oc[1];
+                out[2 * i] = out[2 * i] + sign * -(w[2] * ry);
+                out[2 * i + 1] = out[2 * i + 1] + sign * (w[2] * rx);
+            }
+            continue;
+        }
+        for (int e = 0; e < count; e++) {
+            long i = rows[e];
+            double r[3] = {pos[3 * i] - oc[0], pos[3 * i + 1] - oc[1], pos[3 * i + 2] - oc[2]};
+            out[3 * i] = out[3 * i] + sign * (w[1] * r[2] - w[2] * r[1]);
+            out[3 * i + 1] = out[3 * i + 1] + sign * (w[2] * r[0] - w[0] * r[2]);
+            out[3 * i + 2] = out[3 * i + 2] + sign * (w[0] * r[1] - w[1] * r[0]);
         }
     }
 }

@@ -394,31 +394,52 @@ def _spinning(owner: I32, inv_mass: F64, linked: I32, members: I32, body_start: 
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
-def _body_spin(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarray, b: int,
-               dim: int) -> tuple[F64, F64, F64, F64]:
-    """constraints.c's body_spin for every body at once (sums in member order, as np.add.at
-    adds): each member's offset r from its body's centre (3 columns), each body's angular
-    momentum L (3 columns; 2D: the first) and inertia tensor I ((b, 3, 3); 2D: I[:, 0, 0])."""
+def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarray, first: np.ndarray,
+                  b: int, dim: int, inertia: bool) -> tuple[F64, F64, F64, F64, F64]:
+    """constraints.c's body_moments and body_spin for every body at once (sums in member
+    order, as np.add.at adds; ``first``: each body's first member row): each body's origin o,
+    centre c (offset from o), angular momentum L (3 columns; 2D: the last), mass M, and the
+    columns J, K of the inertia (6)."""
+    o = np.zeros((b, 3))
+    o[:, :dim] = pos[first]
     m = mass[rows]
-    total = np.zeros(b)
-    np.add.at(total, body, m)
-    sums = np.zeros((b, dim))
-    np.add.at(sums, body, m[:, None] * pos[rows])
-    c = sums / total[:, None]
-    r = np.zeros((len(rows), 3))
-    r[:, :dim] = pos[rows] - c[body]
-    L, inertia = np.zeros((b, 3)), np.zeros((b, 3, 3))
+    x = np.zeros((len(rows), 3))
+    x[:, :dim] = pos[rows] - o[body, :dim]
+    w = np.zeros((len(rows), 3))
+    w[:, :dim] = v
+    terms = [m, *(m * x[:, a] for a in range(dim)), *(m * w[:, a] for a in range(dim))]
     if dim == 2:
-        np.add.at(L[:, 0], body, m * (r[:, 0] * v[:, 1] - r[:, 1] * v[:, 0]))
-        np.add.at(inertia[:, 0, 0], body, m * (r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1]))
-        return r, L, inertia, c
-    terms = [r[:, 1] * v[:, 2] - r[:, 2] * v[:, 1], r[:, 2] * v[:, 0] - r[:, 0] * v[:, 2],
-             r[:, 0] * v[:, 1] - r[:, 1] * v[:, 0]]
-    rr = (r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1]) + r[:, 2] * r[:, 2]
-    terms += [(rr if a == e else 0.0) - r[:, a] * r[:, e] for a in range(3) for e in range(3)]
-    acc = np.zeros((b, 12))
-    np.add.at(acc, body, m[:, None] * np.stack(terms, axis=1))
-    return r, acc[:, :3], acc[:, 3:].reshape(b, 3, 3), c
+        terms += [m * (x[:, 0] * w[:, 1] - x[:, 1] * w[:, 0])]
+        if inertia:
+            terms += [m * (x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1])]
+    else:
+        terms += [m * (x[:, 1] * w[:, 2] - x[:, 2] * w[:, 1]), m * (x[:, 2] * w[:, 0] - x[:, 0] * w[:, 2]),
+                  m * (x[:, 0] * w[:, 1] - x[:, 1] * w[:, 0])]
+        if inertia:
+            xx, yy, zz = x[:, 0] * x[:, 0], x[:, 1] * x[:, 1], x[:, 2] * x[:, 2]
+            terms += [m * (yy + zz), m * (xx + zz), m * (xx + yy), m * (x[:, 0] * x[:, 1]),
+                      m * (x[:, 0] * x[:, 2]), m * (x[:, 1] * x[:, 2])]
+    acc = np.zeros((b, len(terms)))
+    np.add.at(acc, body, np.stack(terms, axis=1))
+    M = acc[:, 0]
+    S, P = np.zeros((b, 3)), np.zeros((b, 3))
+    S[:, :dim], P[:, :dim] = acc[:, 1 : 1 + dim], acc[:, 1 + dim : 1 + 2 * dim]
+    c = np.zeros((b, 3))
+    c[:, :dim] = S[:, :dim] / M[:, None]
+    L = np.zeros((b, 3))
+    rest = acc[:, 1 + 2 * dim :]
+    if dim == 2:
+        L[:, 2] = rest[:, 0] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+        JK = np.zeros((b, 6))
+        if inertia:
+            JK[:, 2] = rest[:, 1]
+    else:
+        A = rest[:, :3]
+        L[:, 0] = A[:, 0] - (c[:, 1] * P[:, 2] - c[:, 2] * P[:, 1])
+        L[:, 1] = A[:, 1] - (c[:, 2] * P[:, 0] - c[:, 0] * P[:, 2])
+        L[:, 2] = A[:, 2] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+        JK = rest[:, 3:] if inertia else np.zeros((b, 6))
+    return o, c, L, M, JK
 
 
 def spin_record(
@@ -430,7 +451,8 @@ def spin_record(
     if dim not in (2, 3):
         return
     ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
-    _, L, _, _ = _body_spin(pos, vel[rows], mass, body, rows, b, dim)
+    first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
+    _, _, L, _, _ = _body_moments(pos, vel[rows], mass, body, rows, first, b, dim, False)
     spin[:b] = np.where(ok[:, None], L, 0.0)
 
 
@@ -447,34 +469,40 @@ def spin_keep(
     inv_h = 1.0 / h
     ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
     v = (pos[rows] - prev_pos[rows]) * inv_h - withheld[rows] if from_positions else vel[rows]
-    r, L, inertia, _ = _body_spin(pos, v, mass, body, rows, b, dim)
+    first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
+    o, c, L, M, JK = _body_moments(pos, v, mass, body, rows, first, b, dim, True)
     dL = L - spin[:b]
     w = np.zeros((b, 3))
     if dim == 2:
-        go = ok & (inertia[:, 0, 0] > 0.0)
-        w[:, 2] = dL[:, 0] / inertia[:, 0, 0]
+        inertia = JK[:, 2] - M * (c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1])
+        go = ok & (inertia > 0.0)
+        w[:, 2] = dL[:, 2] / inertia
     else:
-        def i(a: int, e: int) -> F64:
-            return inertia[:, a, e]
-
-        a00, a01 = i(1, 1) * i(2, 2) - i(1, 2) * i(2, 1), i(0, 2) * i(2, 1) - i(0, 1) * i(2, 2)
-        a02, a11 = i(0, 1) * i(1, 2) - i(0, 2) * i(1, 1), i(0, 0) * i(2, 2) - i(0, 2) * i(2, 0)
-        a12, a22 = i(0, 2) * i(1, 0) - i(0, 0) * i(1, 2), i(0, 0) * i(1, 1) - i(0, 1) * i(1, 0)
-        detI = ((i(0, 0) * a00 + i(0, 1) * (i(1, 2) * i(2, 0) - i(1, 0) * i(2, 2)))
-                + i(0, 2) * (i(1, 0) * i(2, 1) - i(1, 1) * i(2, 0)))
-        tr = (i(0, 0) + i(1, 1)) + i(2, 2)
+        xx, yy, zz = c[:, 0] * c[:, 0], c[:, 1] * c[:, 1], c[:, 2] * c[:, 2]
+        i00, i11, i22 = JK[:, 0] - M * (yy + zz), JK[:, 1] - M * (xx + zz), JK[:, 2] - M * (xx + yy)
+        i01, i02 = M * (c[:, 0] * c[:, 1]) - JK[:, 3], M * (c[:, 0] * c[:, 2]) - JK[:, 4]
+        i12 = M * (c[:, 1] * c[:, 2]) - JK[:, 5]
+        a00, a01, a02 = i11 * i22 - i12 * i12, i02 * i12 - i01 * i22, i01 * i12 - i02 * i11
+        a11, a12, a22 = i00 * i22 - i02 * i02, i02 * i01 - i00 * i12, i00 * i11 - i01 * i01
+        detI = (i00 * a00 + i01 * a01) + i02 * a02
+        tr = (i00 + i11) + i22
         third = tr / 3.0
         solved = detI > 1e-12 * (third * third * third)
-        adj = np.stack([np.stack([a00, a01, a02], axis=1), np.stack([a01, a11, a12], axis=1),
-                        np.stack([a02, a12, a22], axis=1)], axis=1)
-        by_adj = ((adj[:, :, 0] * dL[:, 0:1] + adj[:, :, 1] * dL[:, 1:2]) + adj[:, :, 2] * dL[:, 2:3])
+        by_adj = np.stack([(a00 * dL[:, 0] + a01 * dL[:, 1]) + a02 * dL[:, 2],
+                           (a01 * dL[:, 0] + a11 * dL[:, 1]) + a12 * dL[:, 2],
+                           (a02 * dL[:, 0] + a12 * dL[:, 1]) + a22 * dL[:, 2]], axis=1)
         w = np.where(solved[:, None], by_adj / detI[:, None], 2.0 * dL / tr[:, None])
         go = ok & (solved | (tr > 0.0))
     live = go[body]
-    wb, rb = w[body[live]], r[live]
-    s = np.stack([wb[:, 1] * rb[:, 2] - wb[:, 2] * rb[:, 1], wb[:, 2] * rb[:, 0] - wb[:, 0] * rb[:, 2],
-                  wb[:, 0] * rb[:, 1] - wb[:, 1] * rb[:, 0]], axis=1)[:, :dim]
-    if from_positions:
-        np.add.at(withheld, rows[live], 1.0 * s)
+    lb, lr = body[live], rows[live]
+    oc = o + c
+    wb = w[lb]
+    r = np.zeros((len(lr), 3))
+    r[:, :dim] = pos[lr] - oc[lb, :dim]
+    sign = 1.0 if from_positions else -1.0
+    if dim == 2:
+        s = np.stack([sign * -(wb[:, 2] * r[:, 1]), sign * (wb[:, 2] * r[:, 0])], axis=1)
     else:
-        np.add.at(vel, rows[live], -1.0 * s)
+        s = sign * np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
+                             wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
+    np.add.at(withheld if from_positions else vel, lr, s)
