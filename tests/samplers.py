@@ -505,8 +505,9 @@ def sample_spin_keep(rng: np.random.Generator, n: int, dim: int) -> dict[str, An
                                       if at == "line" else 0.0)
     return {"vel": s["vel"], "withheld": vec(rng, n, dim, 0.1), "spin": s["spin"], "pos": pos,
             "prev_pos": pos - vec(rng, n, dim, 0.01), "mass": s["mass"], "inv_mass": s["inv_mass"],
-            "owner": s["owner"], "linked": s["linked"], "members": rows, "body_start": starts,
-            "body_count": counts, "from_positions": int(rng.integers(0, 2)),
+            "owner": s["owner"], "linked": s["linked"],
+            "tangled": (rng.random(len(counts)) < 0.3).astype(np.int32), "members": rows,
+            "body_start": starts, "body_count": counts, "mode": int(rng.integers(0, 3)),
             "h": float(rng.uniform(1e-4, 1e-2))}
 
 

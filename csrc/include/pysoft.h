@@ -130,9 +130,9 @@ void ps_spin_record(double *spin, const double *pos, const double *vel, const do
                     int n, int b, int dim);
 void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
                   const double *prev_pos, const double *mass, const double *inv_mass,
-                  const int32_t *owner, const int32_t *linked, const int32_t *members,
-                  const int32_t *body_start, const int32_t *body_count, int n, int b, int dim,
-                  int from_positions, double h);
+                  const int32_t *owner, const int32_t *linked, const int32_t *tangled,
+                  const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                  int n, int b, int dim, int mode, double h);
 
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,

@@ -148,6 +148,26 @@
  * functions compiled for AVX-512VL run instead (constraints_avx.h: its masked stores write
  * a row's three doubles at once; PYSOFT_AVX512=0 in the environment keeps the AVX2 ones).
  * The untangle pass's test of the tetrahedra runs four at a time there too.
+ *
+ * The spin pass (around each substep's main solve, after the untangle pass): the corrections
+ * are along the constraints' gradients, which keep angular momentum only to first order in
+ * their size (each correction's gradient is taken at the positions the earlier ones left), so a
+ * body corrected by a large part of its size in one substep (flattened, or spinning fast) gained
+ * or lost spin (a cube flattened to 2 % of its height came back spinning at 0.67 m/s). For a
+ * body whose spin is kept (spins_alone: members all its own and movable, no constraint linking
+ * it to another particle), ps_spin_record stores its angular momentum about its centre of mass
+ * before the solve, L0 = sum m_i r_i x v_i; ps_spin_keep finds it after the solve, L1, with the
+ * velocities the solve left (mode 0) or integrator "xpbd"'s (x - p) / h - withheld (modes 1, 2),
+ * and takes dL = L1 - L0 off as a rigid spin w = I^-1 dL (I the members' inertia tensor about
+ * the centre now; by its adjugate, or 2 dL / tr I for members on a line; 2D: I = sum m |r|^2):
+ * v_i -= w x r_i (mode 0), or withheld_i += w x r_i (modes 1, 2: the velocity update follows).
+ * sum_i m_i w x r_i = 0: the momentum stays. Mode 2 (the positions-only solve, 3D) finds L0
+ * in the same pass from the positions p and velocities v the solve began from (the solve left
+ * them; x = p + h v then, and sum m (p - c_p) x v is the same moment), for bodies the untangle
+ * pass did not put back (`tangled`), and ps_spin_record is not called. The moments are taken
+ * in one pass about the body's first member o (s_i = x_i - o): M, sum m s, sum m v,
+ * sum m s x v and sum m s s^T, and moved to the centre c = sum m s / M (L = A - c x P, I by
+ * the parallel axis theorem). Sums in member order.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -1117,7 +1137,7 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
 }
 
 /* Angular momentum through a body's own constraints (ps_spin_record before the substep's
- * solve, ps_spin_keep after it; the header comment's last paragraph). */
+ * solve, ps_spin_keep after it: the spin pass of the header comment). */
 
 /* Whether body j's spin is kept: it has members, all of them its own (owner j: none shared
  * with another body), none immovable, and no constraint links one to a particle of another
@@ -1138,15 +1158,18 @@ PS_INLINE int spins_alone(const int32_t *rows, int count, int j, const int32_t *
  * (integrator "xpbd"'s velocity update, integrate.c, as it will be). Sums in member order,
  * from 0.0. `dim` is a constant at each call: one loop per case. */
 typedef struct {
-    double o[3], M, S[3], P[3], A[3], J[3], K[3];
+    double o[3], M, S[3], P[3], A[3], J[3], K[3], Sb[3], Pb[3], Ab[3];
 } ps_moments;
 
+/* With `before` (3D), also Sb, Pb, Ab: S, P and A of the positions p and velocities vel the
+ * substep's solve began from (spin_keep's mode 2). */
 PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel, const double *prev_pos,
                             const double *withheld, const double *mass, const int32_t *rows, int count,
-                            int dim, int inertia, double inv_h)
+                            int dim, int inertia, int before, double inv_h)
 {
     double M = 0.0, S[3] = {0.0, 0.0, 0.0}, P[3] = {0.0, 0.0, 0.0}, A[3] = {0.0, 0.0, 0.0};
     double J[3] = {0.0, 0.0, 0.0}, K[3] = {0.0, 0.0, 0.0}, o[3] = {0.0, 0.0, 0.0};
+    double Sb[3] = {0.0, 0.0, 0.0}, Pb[3] = {0.0, 0.0, 0.0}, Ab[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < dim; a++) o[a] = pos[(long)dim * rows[0] + a];
     for (int e = 0; e < count; e++) {
         long i = rows[e];
@@ -1169,6 +1192,18 @@ PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel,
         A[0] = A[0] + m * (x[1] * v[2] - x[2] * v[1]);
         A[1] = A[1] + m * (x[2] * v[0] - x[0] * v[2]);
         A[2] = A[2] + m * (x[0] * v[1] - x[1] * v[0]);
+        if (before) {
+            long q = 3 * i;
+            double y[3] = {prev_pos[q] - o[0], prev_pos[q + 1] - o[1], prev_pos[q + 2] - o[2]};
+            double u[3] = {vel[q], vel[q + 1], vel[q + 2]};
+            for (int a = 0; a < 3; a++) {
+                Sb[a] = Sb[a] + m * y[a];
+                Pb[a] = Pb[a] + m * u[a];
+            }
+            Ab[0] = Ab[0] + m * (y[1] * u[2] - y[2] * u[1]);
+            Ab[1] = Ab[1] + m * (y[2] * u[0] - y[0] * u[2]);
+            Ab[2] = Ab[2] + m * (y[0] * u[1] - y[1] * u[0]);
+        }
         if (!inertia) continue;
         double xx = x[0] * x[0], yy = x[1] * x[1], zz = x[2] * x[2];
         J[0] = J[0] + m * (yy + zz);
@@ -1180,7 +1215,8 @@ PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel,
     }
     b->M = M;
     for (int a = 0; a < 3; a++)
-        b->o[a] = o[a], b->S[a] = S[a], b->P[a] = P[a], b->A[a] = A[a], b->J[a] = J[a], b->K[a] = K[a];
+        b->o[a] = o[a], b->S[a] = S[a], b->P[a] = P[a], b->A[a] = A[a], b->J[a] = J[a], b->K[a] = K[a],
+        b->Sb[a] = Sb[a], b->Pb[a] = Pb[a], b->Ab[a] = Ab[a];
 }
 
 /* The centre c (offset from o) and the angular momentum L about it: L = A - c x P (2D: L[2]). */
@@ -1208,38 +1244,50 @@ void ps_spin_record(double *spin, const double *pos, const double *vel, const do
         }
         ps_moments mo;
         if (dim == 2)
-            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 2, 0, 0.0);
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 2, 0, 0, 0.0);
         else
-            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 3, 0, 0.0);
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 3, 0, 0, 0.0);
         body_spin(c, L, &mo, dim);
     }
 }
 
 void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
                   const double *prev_pos, const double *mass, const double *inv_mass,
-                  const int32_t *owner, const int32_t *linked, const int32_t *members,
-                  const int32_t *body_start, const int32_t *body_count, int n, int b, int dim,
-                  int from_positions, double h)
+                  const int32_t *owner, const int32_t *linked, const int32_t *tangled,
+                  const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                  int n, int b, int dim, int mode, double h)
 {
     (void)n;
     if (dim != 2 && dim != 3) return;
+    if (mode == 2 && dim != 3) return;
     double inv_h = 1.0 / h;
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         int count = body_count[j];
-        if (!spins_alone(rows, count, j, owner, inv_mass, linked)) continue;
+        if (!spins_alone(rows, count, j, owner, inv_mass, linked) || (mode == 2 && tangled[j])) continue;
         ps_moments mo;
-        if (dim == 3 && from_positions)  /* (each case its own loop: dim and the branch folded) */
-            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, inv_h);
+        if (dim == 3 && mode == 2)  /* (each case its own loop: dim and the branches folded) */
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, 1, inv_h);
+        else if (dim == 3 && mode == 1)
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, 0, inv_h);
         else if (dim == 3)
-            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 3, 1, inv_h);
-        else if (from_positions)
-            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 2, 1, inv_h);
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 3, 1, 0, inv_h);
+        else if (mode == 1)
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 2, 1, 0, inv_h);
         else
-            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 2, 1, inv_h);
-        double c[3], L[3], w[3] = {0.0, 0.0, 0.0}, dL[3];
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 2, 1, 0, inv_h);
+        double c[3], L[3], w[3] = {0.0, 0.0, 0.0}, dL[3], before[3];
         body_spin(c, L, &mo, dim);
-        for (int a = 0; a < 3; a++) dL[a] = L[a] - spin[3L * j + a];
+        if (mode == 2) {  /* about the centre of the p's (the same point as the x's before the solve) */
+            double cb[3];
+            for (int a = 0; a < 3; a++) cb[a] = mo.Sb[a] / mo.M;
+            before[0] = mo.Ab[0] - (cb[1] * mo.Pb[2] - cb[2] * mo.Pb[1]);
+            before[1] = mo.Ab[1] - (cb[2] * mo.Pb[0] - cb[0] * mo.Pb[2]);
+            before[2] = mo.Ab[2] - (cb[0] * mo.Pb[1] - cb[1] * mo.Pb[0]);
+        } else {
+            for (int a = 0; a < 3; a++) before[a] = spin[3L * j + a];
+        }
+        for (int a = 0; a < 3; a++) dL[a] = L[a] - before[a];
         const double M = mo.M;
         if (dim == 2) {  /* I = J - M |c|^2 (the parallel axis theorem) */
             double I = mo.J[2] - M * (c[0] * c[0] + c[1] * c[1]);
@@ -1264,7 +1312,7 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
                 continue;
             }
         }
-        double *out = from_positions ? withheld : vel, sign = from_positions ? 1.0 : -1.0;
+        double *out = mode ? withheld : vel, sign = mode ? 1.0 : -1.0;
         double oc[3] = {mo.o[0] + c[0], mo.o[1] + c[1], mo.o[2] + c[2]};  /* the centre */
         if (dim == 2) {
             for (int e = 0; e < count; e++) {

@@ -78,8 +78,8 @@ register(
            ("n", "b", "dim"), (), ("spin",), check=check_ranges("members", any_dim=True)),
     Kernel("spin_keep", "constraints",
            (Arg("vel", _P), Arg("withheld", _P), Arg("spin", ("b", 3)), Arg("pos", _P),
-            Arg("prev_pos", _P), *_SPIN),
-           ("n", "b", "dim"), ("from_positions", "h"), ("vel", "withheld"),
+            Arg("prev_pos", _P), *_SPIN[:4], Arg("tangled", ("b",), np.int32), *_SPIN[4:]),
+           ("n", "b", "dim"), ("mode", "h"), ("vel", "withheld"),
            check=check_ranges("members", any_dim=True)),
     Kernel("xpbd_volume", "constraints",
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("lambda", ("m",)),
@@ -184,14 +184,16 @@ class _ConstraintTerm:
 
     def run(self, h: float) -> None:
         live = self.live()
-        if live:
-            P = self.ctx.store.particles
-            P.arrays["withheld"][: P.n] = 0.0
-            self.untangle.run(h)
+        if not live:
+            return
+        P = self.ctx.store.particles
+        P.arrays["withheld"][: P.n] = 0.0
+        self.untangle.run(h)
+        mode = self.spin.mode(self.positions_only(False))
+        if mode != 2:
             self.spin.record()
         self.sweep(live, h, settle=False)
-        if live:
-            self.spin.keep(h)
+        self.spin.keep(h, mode)
 
     def ops(self, h: float) -> list[Op] | None:
         return None if self.constrained() else []  # the substep's multipliers are zeroed from Python
@@ -364,8 +366,8 @@ class _SpinTerm:
     (``linked``) is found again when the tables' rows change."""
     label = "XPBD spin"  # its name in an InstabilityError
 
-    def __init__(self, ctx: Context, solvers: tuple[_Solver, ...]) -> None:
-        self.ctx, self.solvers, self.P = ctx, solvers, ctx.store.particles
+    def __init__(self, ctx: Context, solvers: tuple[_Solver, ...], untangle: _UntangleTerm) -> None:
+        self.ctx, self.solvers, self.untangle, self.P = ctx, solvers, untangle, ctx.store.particles
         self.calls: tuple[Callable[..., Any], Callable[..., Any]] | None = None
         self.bodies: Any = None
         self.linked_at = -1  # the Store's clock when ``linked`` was found
@@ -384,7 +386,7 @@ class _SpinTerm:
                                         **common),
                           self.ctx.bind("spin_keep", vel=a["vel"], withheld=a["withheld"],
                                         spin=B.arrays["spin"], pos=a["pos"], prev_pos=a["prev_pos"],
-                                        **common))
+                                        tangled=B.arrays["tangled"], **common))
         return self.calls
 
     def links(self) -> None:
@@ -410,10 +412,21 @@ class _SpinTerm:
             self.links()
             record(self.P.n, self.bodies.n, self.ctx.dim)
 
-    def keep(self, h: float) -> None:
+    def mode(self, positions_only: bool) -> int:
+        """spin_keep's mode: 0 velocities, 1 integrator "xpbd" (through ``withheld``), 2 its
+        positions-only solve (3D), which leaves the velocities as the solve found them: the
+        momentum before the solve is that of the positions p and those velocities (the same as
+        the positions x = p + h v the solve began from have), found in spin_keep's pass, and
+        spin_record is not called. Mode 2 only when the untangle pass ran (its ``tangled``:
+        the bodies it put back, whose x is not p + h v, are left alone)."""
+        if positions_only and self.untangle.volumes.table.n:
+            return 2
+        return int(self.ctx.settings._integrator == "xpbd")
+
+    def keep(self, h: float, mode: int) -> None:
         _, keep = self.bound()
         if self.bodies.n:
-            keep(self.P.n, self.bodies.n, self.ctx.dim, int(self.ctx.settings._integrator == "xpbd"), h)
+            keep(self.P.n, self.bodies.n, self.ctx.dim, mode, h)
 
 
 class Constraints(Feature):
@@ -439,7 +452,7 @@ class Constraints(Feature):
                                  ("lambda", "dm_inv", "compliance"))
         self.solvers = (self.distances, self.volumes, self.materials)
         self.untangle = _UntangleTerm(ctx, self.volumes)
-        self.spin = _SpinTerm(ctx, self.solvers)
+        self.spin = _SpinTerm(ctx, self.solvers, self.untangle)
         self.term = term = _ConstraintTerm(ctx, self.solvers, self.untangle, self.spin)
         ctx.pipeline.constraints.append(term)
         self.settle = _SettleTerm(ctx, term)

@@ -395,11 +395,13 @@ def _spinning(owner: I32, inv_mass: F64, linked: I32, members: I32, body_start: 
 
 @np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
 def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarray, first: np.ndarray,
-                  b: int, dim: int, inertia: bool) -> tuple[F64, F64, F64, F64, F64]:
+                  b: int, dim: int, inertia: bool,
+                  start: tuple[F64, F64] | None = None) -> tuple[F64, F64, F64, F64, F64, F64]:
     """constraints.c's body_moments and body_spin for every body at once (sums in member
     order, as np.add.at adds; ``first``: each body's first member row): each body's origin o,
     centre c (offset from o), angular momentum L (3 columns; 2D: the last), mass M, and the
-    columns J, K of the inertia (6)."""
+    columns J, K of the inertia (6); with ``start`` (3D: the positions and velocities the
+    solve began from, per member), the angular momentum of those about their centre (else 0)."""
     o = np.zeros((b, 3))
     o[:, :dim] = pos[first]
     m = mass[rows]
@@ -419,6 +421,12 @@ def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarra
             xx, yy, zz = x[:, 0] * x[:, 0], x[:, 1] * x[:, 1], x[:, 2] * x[:, 2]
             terms += [m * (yy + zz), m * (xx + zz), m * (xx + yy), m * (x[:, 0] * x[:, 1]),
                       m * (x[:, 0] * x[:, 2]), m * (x[:, 1] * x[:, 2])]
+        if start is not None:
+            y, u = start[0] - o[body], start[1]
+            terms += [*(m * y[:, a] for a in range(3)), *(m * u[:, a] for a in range(3)),
+                      m * (y[:, 1] * u[:, 2] - y[:, 2] * u[:, 1]),
+                      m * (y[:, 2] * u[:, 0] - y[:, 0] * u[:, 2]),
+                      m * (y[:, 0] * u[:, 1] - y[:, 1] * u[:, 0])]
     acc = np.zeros((b, len(terms)))
     np.add.at(acc, body, np.stack(terms, axis=1))
     M = acc[:, 0]
@@ -438,8 +446,15 @@ def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarra
         L[:, 0] = A[:, 0] - (c[:, 1] * P[:, 2] - c[:, 2] * P[:, 1])
         L[:, 1] = A[:, 1] - (c[:, 2] * P[:, 0] - c[:, 0] * P[:, 2])
         L[:, 2] = A[:, 2] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
-        JK = rest[:, 3:] if inertia else np.zeros((b, 6))
-    return o, c, L, M, JK
+        JK = rest[:, 3:9] if inertia else np.zeros((b, 6))
+    Lb = np.zeros((b, 3))
+    if start is not None:
+        tail = rest[:, 9:]
+        cb, Pb, Ab = tail[:, :3] / M[:, None], tail[:, 3:6], tail[:, 6:9]
+        Lb[:, 0] = Ab[:, 0] - (cb[:, 1] * Pb[:, 2] - cb[:, 2] * Pb[:, 1])
+        Lb[:, 1] = Ab[:, 1] - (cb[:, 2] * Pb[:, 0] - cb[:, 0] * Pb[:, 2])
+        Lb[:, 2] = Ab[:, 2] - (cb[:, 0] * Pb[:, 1] - cb[:, 1] * Pb[:, 0])
+    return o, c, L, M, JK, Lb
 
 
 def spin_record(
@@ -452,26 +467,34 @@ def spin_record(
         return
     ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
     first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
-    _, _, L, _, _ = _body_moments(pos, vel[rows], mass, body, rows, first, b, dim, False)
+    _, _, L, _, _, _ = _body_moments(pos, vel[rows], mass, body, rows, first, b, dim, False)
     spin[:b] = np.where(ok[:, None], L, 0.0)
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
 def spin_keep(
     vel: F64, withheld: F64, spin: F64, pos: F64, prev_pos: F64, mass: F64, inv_mass: F64,
-    owner: I32, linked: I32, members: I32, body_start: I32, body_count: I32, n: int, b: int,
-    dim: int, from_positions: int, h: float,
+    owner: I32, linked: I32, tangled: I32, members: I32, body_start: I32, body_count: I32, n: int,
+    b: int, dim: int, mode: int, h: float,
 ) -> None:
-    """The change of each kept body's angular momentum since spin_record taken off as a rigid
-    spin w = I^-1 dL: v_i -= w x r_i, or (from_positions) withheld_i += w x r_i (constraints.c)."""
-    if dim not in (2, 3):
+    """The change of each kept body's angular momentum in the solve taken off as a rigid spin
+    w = I^-1 dL: v_i -= w x r_i (mode 0), or withheld_i += w x r_i (modes 1 and 2: integrator
+    "xpbd"); the momentum before the solve spin_record's (modes 0, 1) or, in 3D, that of the
+    positions p and velocities the positions-only solve began from (mode 2; tangled bodies
+    left alone) (constraints.c)."""
+    if dim not in (2, 3) or (mode == 2 and dim != 3):
         return
     inv_h = 1.0 / h
     ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
-    v = (pos[rows] - prev_pos[rows]) * inv_h - withheld[rows] if from_positions else vel[rows]
+    if mode == 2:
+        ok &= tangled[:b] == 0
+        keep = ok[body]
+        body, rows = body[keep], rows[keep]
+    v = (pos[rows] - prev_pos[rows]) * inv_h - withheld[rows] if mode else vel[rows]
     first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
-    o, c, L, M, JK = _body_moments(pos, v, mass, body, rows, first, b, dim, True)
-    dL = L - spin[:b]
+    start = (prev_pos[rows], vel[rows]) if mode == 2 else None
+    o, c, L, M, JK, Lb = _body_moments(pos, v, mass, body, rows, first, b, dim, True, start)
+    dL = L - (Lb if mode == 2 else spin[:b])
     w = np.zeros((b, 3))
     if dim == 2:
         inertia = JK[:, 2] - M * (c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1])
@@ -499,10 +522,10 @@ def spin_keep(
     wb = w[lb]
     r = np.zeros((len(lr), 3))
     r[:, :dim] = pos[lr] - oc[lb, :dim]
-    sign = 1.0 if from_positions else -1.0
+    sign = 1.0 if mode else -1.0
     if dim == 2:
         s = np.stack([sign * -(wb[:, 2] * r[:, 1]), sign * (wb[:, 2] * r[:, 0])], axis=1)
     else:
         s = sign * np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
                              wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
-    np.add.at(withheld if from_positions else vel, lr, s)
+    np.add.at(withheld if mode else vel, lr, s)
