@@ -486,8 +486,9 @@ def sample_spin_record(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
                 p["inv_mass"][own] = 1.0 / p["mass"][own]
     if nb and counts[0] >= 2:
         rows[starts[0] + 1] = rows[starts[0]]  # listed twice
+    support = vec(rng, n, dim) * (rng.random((n, 1)) < 0.01)  # a collider holds a few
     return {"spin": rng.normal(0.0, 1.0, (nb, 3)), "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
-            "inv_mass": p["inv_mass"], "owner": owner,
+            "inv_mass": p["inv_mass"], "support": support, "owner": owner,
             "linked": (rng.random(nb) < 0.2).astype(np.int32), "members": rows, "body_start": starts,
             "body_count": counts}
 
@@ -505,6 +506,7 @@ def sample_spin_keep(rng: np.random.Generator, n: int, dim: int) -> dict[str, An
                                       if at == "line" else 0.0)
     return {"vel": s["vel"], "withheld": vec(rng, n, dim, 0.1), "spin": s["spin"], "pos": pos,
             "prev_pos": pos - vec(rng, n, dim, 0.01), "mass": s["mass"], "inv_mass": s["inv_mass"],
+            "support": s["support"],
             "owner": s["owner"], "linked": s["linked"],
             "tangled": (rng.random(len(counts)) < 0.3).astype(np.int32), "members": rows,
             "body_start": starts, "body_count": counts, "mode": int(rng.integers(0, 3)),

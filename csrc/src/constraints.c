@@ -1140,14 +1140,15 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
  * solve, ps_spin_keep after it: the spin pass of the header comment). */
 
 /* Whether body j's spin is kept: it has members, all of them its own (owner j: none shared
- * with another body), none immovable, and no constraint links one to a particle of another
- * body or of none (`linked`, the World's, from the constraint tables). */
+ * with another body), none immovable, none a collider holds (support, the last contacts), and
+ * no constraint links one to a particle of another body or of none (`linked`, the World's,
+ * from the constraint tables). */
 PS_INLINE int spins_alone(const int32_t *rows, int count, int j, const int32_t *owner,
-                          const double *inv_mass, const int32_t *linked)
+                          const double *inv_mass, const double *support, const int32_t *linked, int dim)
 {
     if (count <= 0 || linked[j]) return 0;
     for (int e = 0; e < count; e++)
-        if (owner[rows[e]] != j || inv_mass[rows[e]] == 0.0) return 0;
+        if (owner[rows[e]] != j || inv_mass[rows[e]] == 0.0 || held(support, rows[e], dim)) return 0;
     return 1;
 }
 
@@ -1229,7 +1230,8 @@ PS_INLINE void body_spin(double c[3], double L[3], const ps_moments *b, int dim)
 }
 
 void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
-                    const double *inv_mass, const int32_t *owner, const int32_t *linked,
+                    const double *inv_mass, const double *support, const int32_t *owner,
+                    const int32_t *linked,
                     const int32_t *members, const int32_t *body_start, const int32_t *body_count,
                     int n, int b, int dim)
 {
@@ -1238,7 +1240,7 @@ void ps_spin_record(double *spin, const double *pos, const double *vel, const do
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         double c[3], *L = spin + 3L * j;
-        if (!spins_alone(rows, body_count[j], j, owner, inv_mass, linked)) {
+        if (!spins_alone(rows, body_count[j], j, owner, inv_mass, support, linked, dim)) {
             L[0] = L[1] = L[2] = 0.0;
             continue;
         }
@@ -1253,7 +1255,8 @@ void ps_spin_record(double *spin, const double *pos, const double *vel, const do
 
 void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
                   const double *prev_pos, const double *mass, const double *inv_mass,
-                  const int32_t *owner, const int32_t *linked, const int32_t *tangled,
+                  const double *support, const int32_t *owner, const int32_t *linked,
+                  const int32_t *tangled,
                   const int32_t *members, const int32_t *body_start, const int32_t *body_count,
                   int n, int b, int dim, int mode, double h)
 {
@@ -1264,7 +1267,8 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         int count = body_count[j];
-        if (!spins_alone(rows, count, j, owner, inv_mass, linked) || (mode == 2 && tangled[j])) continue;
+        if (!spins_alone(rows, count, j, owner, inv_mass, support, linked, dim) || (mode == 2 && tangled[j]))
+            continue;
         ps_moments mo;
         if (dim == 3 && mode == 2)  /* (each case its own loop: dim and the branches folded) */
             body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, 1, inv_h);

@@ -49,7 +49,8 @@ def _check_batches(index: str) -> Any:
 
 _P, _S = ("n", "dim"), ("n",)
 _SOLVE = (Arg("order", ("m",), np.int32), Arg("batch_start", ("nbatch+1",), np.int32))
-_SPIN = (Arg("mass", _S), Arg("inv_mass", _S), Arg("owner", _S, np.int32), Arg("linked", ("b",), np.int32),
+_SPIN = (Arg("mass", _S), Arg("inv_mass", _S), Arg("support", _P), Arg("owner", _S, np.int32),
+         Arg("linked", ("b",), np.int32),
          Arg("members", ("e",), np.int32), Arg("body_start", ("b",), np.int32),
          Arg("body_count", ("b",), np.int32))
 register(
@@ -78,7 +79,7 @@ register(
            ("n", "b", "dim"), (), ("spin",), check=check_ranges("members", any_dim=True)),
     Kernel("spin_keep", "constraints",
            (Arg("vel", _P), Arg("withheld", _P), Arg("spin", ("b", 3)), Arg("pos", _P),
-            Arg("prev_pos", _P), *_SPIN[:4], Arg("tangled", ("b",), np.int32), *_SPIN[4:]),
+            Arg("prev_pos", _P), *_SPIN[:5], Arg("tangled", ("b",), np.int32), *_SPIN[5:]),
            ("n", "b", "dim"), ("mode", "h"), ("vel", "withheld"),
            check=check_ranges("members", any_dim=True)),
     Kernel("xpbd_volume", "constraints",
@@ -351,7 +352,8 @@ class _SpinTerm:
     """Around each substep's constraint solve (``_ConstraintTerm``, after the untangle pass): a
     body whose constraints are its own (none links one of its members to a particle of another
     body or of none), whose members are all its own (none shared with another body) and
-    movable, ends the solve with the angular momentum about its centre of mass it began it
+    movable and none held by a collider (``support``, the last substep's contacts), ends the
+    solve with the angular momentum about its centre of mass it began it
     with (constraints.c). The solve's change of it, dL, is taken off as a rigid spin
     w = I^-1 dL (I the members' inertia tensor about the centre now): v_i -= w x r_i, or under
     integrator "xpbd", whose velocity update v = (x - p) / h - withheld follows the solve,
@@ -379,7 +381,8 @@ class _SpinTerm:
             B, members = self.ctx.store.tables["bodies"], self.ctx.store.tables["body_members"]
             a = self.P.arrays
             self.bodies = B
-            common = {"mass": a["mass"], "inv_mass": a["inv_mass"], "owner": a["owner"],
+            common = {"mass": a["mass"], "inv_mass": a["inv_mass"], "support": a["support"],
+                      "owner": a["owner"],
                       "linked": B.arrays["linked"], "members": members.arrays["rows"],
                       "body_start": B.arrays["member_start"], "body_count": B.arrays["member_count"]}
             self.calls = (self.ctx.bind("spin_record", spin=B.arrays["spin"], pos=a["pos"], vel=a["vel"],

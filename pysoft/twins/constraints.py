@@ -381,14 +381,15 @@ def _material_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, 
             _withhold(withheld, rows, dx[:, i], inv_h, share, capped)
 
 
-def _spinning(owner: I32, inv_mass: F64, linked: I32, members: I32, body_start: I32, body_count: I32,
-              b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _spinning(owner: I32, inv_mass: F64, support: F64, linked: I32, members: I32, body_start: I32,
+              body_count: I32, b: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bodies whose spin is kept (constraints.c's spins_alone), as a mask over the b
     bodies, and their member entries: each one's body and row, in member order."""
     body, flat = ranges(body_start, body_count, b)
     rows = members[flat]
     ok = (body_count[:b] > 0) & (linked[:b] == 0)
-    ok[np.unique(body[(owner[rows] != body) | (inv_mass[rows] == 0.0)])] = False
+    held = dot(support[rows], support[rows], dim) > 0.0
+    ok[np.unique(body[(owner[rows] != body) | (inv_mass[rows] == 0.0) | held])] = False
     keep = ok[body]
     return ok, body[keep], rows[keep]
 
@@ -458,14 +459,14 @@ def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarra
 
 
 def spin_record(
-    spin: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, owner: I32, linked: I32, members: I32,
-    body_start: I32, body_count: I32, n: int, b: int, dim: int,
+    spin: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, support: F64, owner: I32, linked: I32,
+    members: I32, body_start: I32, body_count: I32, n: int, b: int, dim: int,
 ) -> None:
     """Each body's angular momentum about its centre of mass before the constraint solve (0
     for a body whose spin is not kept; constraints.c)."""
     if dim not in (2, 3):
         return
-    ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
+    ok, body, rows = _spinning(owner, inv_mass, support, linked, members, body_start, body_count, b, dim)
     first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
     _, _, L, _, _, _ = _body_moments(pos, vel[rows], mass, body, rows, first, b, dim, False)
     spin[:b] = np.where(ok[:, None], L, 0.0)
@@ -474,8 +475,8 @@ def spin_record(
 @np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
 def spin_keep(
     vel: F64, withheld: F64, spin: F64, pos: F64, prev_pos: F64, mass: F64, inv_mass: F64,
-    owner: I32, linked: I32, tangled: I32, members: I32, body_start: I32, body_count: I32, n: int,
-    b: int, dim: int, mode: int, h: float,
+    support: F64, owner: I32, linked: I32, tangled: I32, members: I32, body_start: I32,
+    body_count: I32, n: int, b: int, dim: int, mode: int, h: float,
 ) -> None:
     """The change of each kept body's angular momentum in the solve taken off as a rigid spin
     w = I^-1 dL: v_i -= w x r_i (mode 0), or withheld_i += w x r_i (modes 1 and 2: integrator
@@ -485,7 +486,7 @@ def spin_keep(
     if dim not in (2, 3) or (mode == 2 and dim != 3):
         return
     inv_h = 1.0 / h
-    ok, body, rows = _spinning(owner, inv_mass, linked, members, body_start, body_count, b)
+    ok, body, rows = _spinning(owner, inv_mass, support, linked, members, body_start, body_count, b, dim)
     if mode == 2:
         ok &= tangled[:b] == 0
         keep = ok[body]
