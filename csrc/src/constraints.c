@@ -154,8 +154,8 @@
  * their size (each correction's gradient is taken at the positions the earlier ones left), so a
  * body corrected by a large part of its size in one substep (flattened, or spinning fast) gained
  * or lost spin (a cube flattened to 2 % of its height came back spinning at 0.67 m/s). For a
- * body whose spin is kept (spins_alone: members all its own and movable, no constraint linking
- * it to another particle), ps_spin_record stores its angular momentum about its centre of mass
+ * body whose spin is kept (spins_alone: members all its own, movable and held by no collider,
+ * no constraint linking it to another particle), ps_spin_record stores its angular momentum about its centre of mass
  * before the solve, L0 = sum m_i r_i x v_i; ps_spin_keep finds it after the solve, L1, with the
  * velocities the solve left (mode 0) or integrator "xpbd"'s (x - p) / h - withheld (modes 1, 2),
  * and takes dL = L1 - L0 off as a rigid spin w = I^-1 dL (I the members' inertia tensor about
