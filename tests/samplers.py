@@ -470,6 +470,49 @@ def sample_untangle(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any
             "body_start": starts, "body_count": counts, "h": float(rng.uniform(1e-4, 1e-2))}
 
 
+def sample_spin_record(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Bodies (rows may be shared, some empty): about half of them own their rows (owner j,
+    so their spin is kept unless one is pinned or the body is ``linked``), the others' owners
+    anything in [-2, b]; a row listed twice in one body; masses of the movable particles."""
+    p = particles(rng, n, dim)
+    rows, starts, counts = bodies(rng, n, max(1, n // 8))
+    nb = len(counts)
+    owner = rng.integers(-2, nb + 1, n).astype(np.int32)
+    for j in range(nb):
+        own = rows[starts[j] : starts[j] + counts[j]]
+        if rng.random() < 0.6:
+            owner[own] = j
+            if rng.random() < 0.7:  # most of them movable
+                p["inv_mass"][own] = 1.0 / p["mass"][own]
+    if nb and counts[0] >= 2:
+        rows[starts[0] + 1] = rows[starts[0]]  # listed twice
+    support = vec(rng, n, dim) * (rng.random((n, 1)) < 0.01)  # a collider holds a few
+    return {"spin": rng.normal(0.0, 1.0, (nb, 3)), "pos": p["pos"], "vel": p["vel"], "mass": p["mass"],
+            "inv_mass": p["inv_mass"], "support": support, "owner": owner,
+            "linked": (rng.random(nb) < 0.2).astype(np.int32), "members": rows, "body_start": starts,
+            "body_count": counts}
+
+
+def sample_spin_keep(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """sample_spin_record's bodies, positions before the substep, ``withheld``, h, and a body
+    whose members lie on a line (3D: the inertia tensor's fallback) or at one point."""
+    s = sample_spin_record(rng, n, dim)
+    rows, starts, counts = s["members"], s["body_start"], s["body_count"]
+    pos = s["pos"]
+    for j, at in ((1, "line"), (2, "point")):
+        if j < len(counts) and counts[j]:
+            own = rows[starts[j] : starts[j] + counts[j]]
+            pos[own] = pos[own[0]] + (rng.normal(0.0, 1.0, (len(own), 1)) * rng.normal(0.0, 1.0, dim)
+                                      if at == "line" else 0.0)
+    return {"vel": s["vel"], "withheld": vec(rng, n, dim, 0.1), "spin": s["spin"], "pos": pos,
+            "prev_pos": pos - vec(rng, n, dim, 0.01), "mass": s["mass"], "inv_mass": s["inv_mass"],
+            "support": s["support"],
+            "owner": s["owner"], "linked": s["linked"],
+            "tangled": (rng.random(len(counts)) < 0.3).astype(np.int32), "members": rows,
+            "body_start": starts, "body_count": counts, "mode": int(rng.integers(0, 3)),
+            "h": float(rng.uniform(1e-4, 1e-2))}
+
+
 def sample_find_unstable(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     p = particles(rng, n, dim)
     if n > 4:
@@ -848,6 +891,8 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_material": sample_xpbd_material,
     "settle_mass": sample_settle_mass,
     "untangle": sample_untangle,
+    "spin_record": sample_spin_record,
+    "spin_keep": sample_spin_keep,
     "collide": sample_collide,
     "find_unstable": sample_find_unstable,
     "clamp_speeds": sample_clamp_speeds,

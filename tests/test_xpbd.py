@@ -490,14 +490,19 @@ def test_the_positions_only_solve_changes_no_bit_where_no_correction_is_capped()
     """Integrator "xpbd" sets every velocity from the positions after the solve, so the 3D
     solve leaves the velocities alone (follow 0; a cap takes the ends' relative velocity from
     the positions): 8 tet cubes landing (no correction capped) end 2 s later with the bits of
-    a solve that moved the velocities too; 3 cubes, one squashed (capped corrections), one
-    spinning, agree with it to rounding (1e-9 m, 1e-9 m/s after 20 frames)."""
+    a solve that moved the velocities too (the spin pass off in both); 3 cubes, one squashed
+    (capped corrections), one spinning, agree with it to rounding (1e-9 m, 1e-9 m/s after 20
+    frames)."""
     from pysoft import scenes
     from pysoft.features.constraints import Constraints
 
     a, b = scenes.tet_cubes(8), scenes.tet_cubes(8)
     assert a._features.get(Constraints).term.positions_only(False)
     _follow_always(b)
+    for w in (a, b):  # the spin pass finds the momentum before the solve by another sum in
+        spin = w._features.get(Constraints).term.spin  # each (its mode 2, 1): off here
+        spin.record = lambda: None  # type: ignore[method-assign]
+        spin.keep = lambda h, mode: None  # type: ignore[method-assign]
     for _ in range(120):
         a.step()
         b.step()
@@ -508,3 +513,34 @@ def test_the_positions_only_solve_changes_no_bit_where_no_correction_is_capped()
     assert not np.array_equal(capped.velocities, reference.velocities)  # the caps' u differ in rounding
     assert np.allclose(capped.positions, reference.positions, rtol=0.0, atol=1e-9)
     assert np.allclose(capped.velocities, reference.velocities, rtol=0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize(("dim", "model"), [(2, "xpbd"), (3, "xpbd"), (3, "material")])
+def test_a_spinning_body_in_free_flight_keeps_its_angular_momentum(dim: int, model: str) -> None:
+    """A box spun at 3 rad/s (3D: about (1, 2, 3)) and thrown, in zero gravity, has the
+    angular momentum about its centre of mass it was thrown with after 300 frames, to
+    rounding (1e-12 of it), and its momentum. Its constraints' corrections keep angular
+    momentum only to first order in their size: each substep's solve took a little of it
+    (8-11 % in 300 frames) until the spin pass took off what each solve changed."""
+    w = pysoft.World(dim=dim, gravity=(0.0,) * dim)
+    if dim == 2:
+        build.box(w, center=(0.0, 0.0), size=(0.5, 0.3), model=model)
+    else:
+        build.box(w, center=(0.0, 0.0, 0.0), size=(0.5, 0.3, 0.2), cells=2, model=model)
+    m = w.store.particles.view("mass").copy()[:, None]
+
+    def momenta() -> tuple[np.ndarray, np.ndarray]:
+        x, v = np.zeros((len(m), 3)), np.zeros((len(m), 3))
+        x[:, :dim], v[:, :dim] = w.positions, w.velocities
+        c = (m * x).sum(axis=0) / m.sum()
+        return (m * v).sum(axis=0), np.cross(x - c, m * v).sum(axis=0)
+
+    r = w.positions - w.positions.mean(axis=0)
+    spin = np.array([1.0, 2.0, 3.0]) if dim == 3 else np.array([0.0, 0.0, 3.0])
+    w.velocities[:] = np.cross(spin, np.pad(r, ((0, 0), (0, 3 - dim))))[:, :dim] + 0.1
+    p0, l0 = momenta()
+    for _ in range(300):
+        w.step()
+    p1, l1 = momenta()
+    assert np.abs(p1 - p0).max() < 1e-12
+    assert np.abs(l1 - l0).max() < 1e-12 * np.abs(l0).max()

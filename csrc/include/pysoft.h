@@ -124,6 +124,17 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled,
                  const int32_t *simplices, const double *rest_volume, const int32_t *members,
                  const double *rest, const int32_t *body_start, const int32_t *body_count, int n,
                  int m, int b, int dim, double h);
+void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
+                    const double *inv_mass, const double *support, const int32_t *owner,
+                    const int32_t *linked,
+                    const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                    int n, int b, int dim);
+void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
+                  const double *prev_pos, const double *mass, const double *inv_mass,
+                  const double *support, const int32_t *owner, const int32_t *linked,
+                  const int32_t *tangled,
+                  const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                  int n, int b, int dim, int mode, double h);
 
 /* collide.c */
 int ps_collide(double *pos, double *vel, int32_t *contact_collider,

@@ -148,6 +148,26 @@
  * functions compiled for AVX-512VL run instead (constraints_avx.h: its masked stores write
  * a row's three doubles at once; PYSOFT_AVX512=0 in the environment keeps the AVX2 ones).
  * The untangle pass's test of the tetrahedra runs four at a time there too.
+ *
+ * The spin pass (around each substep's main solve, after the untangle pass): the corrections
+ * are along the constraints' gradients, which keep angular momentum only to first order in
+ * their size (each correction's gradient is taken at the positions the earlier ones left), so a
+ * body corrected by a large part of its size in one substep (flattened, or spinning fast) gained
+ * or lost spin (a cube flattened to 2 % of its height came back spinning at 0.67 m/s). For a
+ * body whose spin is kept (spins_alone: members all its own, movable and held by no collider,
+ * no constraint linking it to another particle), ps_spin_record stores its angular momentum about its centre of mass
+ * before the solve, L0 = sum m_i r_i x v_i; ps_spin_keep finds it after the solve, L1, with the
+ * velocities the solve left (mode 0) or integrator "xpbd"'s (x - p) / h - withheld (modes 1, 2),
+ * and takes dL = L1 - L0 off as a rigid spin w = I^-1 dL (I the members' inertia tensor about
+ * the centre now; by its adjugate, or 2 dL / tr I for members on a line; 2D: I = sum m |r|^2):
+ * v_i -= w x r_i (mode 0), or withheld_i += w x r_i (modes 1, 2: the velocity update follows).
+ * sum_i m_i w x r_i = 0: the momentum stays. Mode 2 (the positions-only solve, 3D) finds L0
+ * in the same pass from the positions p and velocities v the solve began from (the solve left
+ * them; x = p + h v then, and sum m (p - c_p) x v is the same moment), for bodies the untangle
+ * pass did not put back (`tangled`), and ps_spin_record is not called. The moments are taken
+ * in one pass about the body's first member o (s_i = x_i - o): M, sum m s, sum m v,
+ * sum m s x v and sum m s s^T, and moved to the centre c = sum m s / M (L = A - c x P, I by
+ * the parallel axis theorem). Sums in member order.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -1112,6 +1132,207 @@ void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled, c
             vel[2 * i + 1] = f.uy + f.w * gx;
             for (int a = 0; a < 2; a++)
                 withheld[2 * i + a] = withheld[2 * i + a] + ((pos[2 * i + a] - x0[a]) * inv_h - (vel[2 * i + a] - v0[a]));
+        }
+    }
+}
+
+/* Angular momentum through a body's own constraints (ps_spin_record before the substep's
+ * solve, ps_spin_keep after it: the spin pass of the header comment). */
+
+/* Whether body j's spin is kept: it has members, all of them its own (owner j: none shared
+ * with another body), none immovable, none a collider holds (support, the last contacts), and
+ * no constraint links one to a particle of another body or of none (`linked`, the World's,
+ * from the constraint tables). */
+PS_INLINE int spins_alone(const int32_t *rows, int count, int j, const int32_t *owner,
+                          const double *inv_mass, const double *support, const int32_t *linked, int dim)
+{
+    if (count <= 0 || linked[j]) return 0;
+    for (int e = 0; e < count; e++)
+        if (owner[rows[e]] != j || inv_mass[rows[e]] == 0.0 || held(support, rows[e], dim)) return 0;
+    return 1;
+}
+
+/* A body's moments in one pass over its members rows[0 .. count), about its first member's
+ * position o (s_i = x_i - o): M = sum m, S = sum m s, P = sum m v, A = sum m s x v, and (if
+ * J) J = sum m (|s|^2 - s_a^2) per axis a, K = sum m (s_x s_y, s_x s_z, s_y s_z); in 2D S, P
+ * of two, A and J of one (z). Velocities vel, or (x - p) h^-1 - withheld if prev_pos
+ * (integrator "xpbd"'s velocity update, integrate.c, as it will be). Sums in member order,
+ * from 0.0. `dim` is a constant at each call: one loop per case. */
+typedef struct {
+    double o[3], M, S[3], P[3], A[3], J[3], K[3], Sb[3], Pb[3], Ab[3];
+} ps_moments;
+
+/* With `before` (3D), also Sb, Pb, Ab: S, P and A of the positions p and velocities vel the
+ * substep's solve began from (spin_keep's mode 2). */
+PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel, const double *prev_pos,
+                            const double *withheld, const double *mass, const int32_t *rows, int count,
+                            int dim, int inertia, int before, double inv_h)
+{
+    double M = 0.0, S[3] = {0.0, 0.0, 0.0}, P[3] = {0.0, 0.0, 0.0}, A[3] = {0.0, 0.0, 0.0};
+    double J[3] = {0.0, 0.0, 0.0}, K[3] = {0.0, 0.0, 0.0}, o[3] = {0.0, 0.0, 0.0};
+    double Sb[3] = {0.0, 0.0, 0.0}, Pb[3] = {0.0, 0.0, 0.0}, Ab[3] = {0.0, 0.0, 0.0};
+    for (int a = 0; a < dim; a++) o[a] = pos[(long)dim * rows[0] + a];
+    for (int e = 0; e < count; e++) {
+        long i = rows[e];
+        double m = mass[i], x[3] = {0.0, 0.0, 0.0}, v[3] = {0.0, 0.0, 0.0};
+        for (int a = 0; a < dim; a++) {
+            long q = dim * i + a;
+            x[a] = pos[q] - o[a];
+            v[a] = prev_pos ? (pos[q] - prev_pos[q]) * inv_h - withheld[q] : vel[q];
+        }
+        M = M + m;
+        for (int a = 0; a < dim; a++) {
+            S[a] = S[a] + m * x[a];
+            P[a] = P[a] + m * v[a];
+        }
+        if (dim == 2) {
+            A[2] = A[2] + m * (x[0] * v[1] - x[1] * v[0]);
+            if (inertia) J[2] = J[2] + m * (x[0] * x[0] + x[1] * x[1]);
+            continue;
+        }
+        A[0] = A[0] + m * (x[1] * v[2] - x[2] * v[1]);
+        A[1] = A[1] + m * (x[2] * v[0] - x[0] * v[2]);
+        A[2] = A[2] + m * (x[0] * v[1] - x[1] * v[0]);
+        if (before) {
+            long q = 3 * i;
+            double y[3] = {prev_pos[q] - o[0], prev_pos[q + 1] - o[1], prev_pos[q + 2] - o[2]};
+            double u[3] = {vel[q], vel[q + 1], vel[q + 2]};
+            for (int a = 0; a < 3; a++) {
+                Sb[a] = Sb[a] + m * y[a];
+                Pb[a] = Pb[a] + m * u[a];
+            }
+            Ab[0] = Ab[0] + m * (y[1] * u[2] - y[2] * u[1]);
+            Ab[1] = Ab[1] + m * (y[2] * u[0] - y[0] * u[2]);
+            Ab[2] = Ab[2] + m * (y[0] * u[1] - y[1] * u[0]);
+        }
+        if (!inertia) continue;
+        double xx = x[0] * x[0], yy = x[1] * x[1], zz = x[2] * x[2];
+        J[0] = J[0] + m * (yy + zz);
+        J[1] = J[1] + m * (xx + zz);
+        J[2] = J[2] + m * (xx + yy);
+        K[0] = K[0] + m * (x[0] * x[1]);
+        K[1] = K[1] + m * (x[0] * x[2]);
+        K[2] = K[2] + m * (x[1] * x[2]);
+    }
+    b->M = M;
+    for (int a = 0; a < 3; a++)
+        b->o[a] = o[a], b->S[a] = S[a], b->P[a] = P[a], b->A[a] = A[a], b->J[a] = J[a], b->K[a] = K[a],
+        b->Sb[a] = Sb[a], b->Pb[a] = Pb[a], b->Ab[a] = Ab[a];
+}
+
+/* The centre c (offset from o) and the angular momentum L about it: L = A - c x P (2D: L[2]). */
+PS_INLINE void body_spin(double c[3], double L[3], const ps_moments *b, int dim)
+{
+    for (int a = 0; a < 3; a++) c[a] = a < dim ? b->S[a] / b->M : 0.0;
+    L[0] = dim == 2 ? 0.0 : b->A[0] - (c[1] * b->P[2] - c[2] * b->P[1]);
+    L[1] = dim == 2 ? 0.0 : b->A[1] - (c[2] * b->P[0] - c[0] * b->P[2]);
+    L[2] = b->A[2] - (c[0] * b->P[1] - c[1] * b->P[0]);
+}
+
+void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
+                    const double *inv_mass, const double *support, const int32_t *owner,
+                    const int32_t *linked,
+                    const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                    int n, int b, int dim)
+{
+    (void)n;
+    if (dim != 2 && dim != 3) return;
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        double c[3], *L = spin + 3L * j;
+        if (!spins_alone(rows, body_count[j], j, owner, inv_mass, support, linked, dim)) {
+            L[0] = L[1] = L[2] = 0.0;
+            continue;
+        }
+        ps_moments mo;
+        if (dim == 2)
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 2, 0, 0, 0.0);
+        else
+            body_moments(&mo, pos, vel, NULL, NULL, mass, rows, body_count[j], 3, 0, 0, 0.0);
+        body_spin(c, L, &mo, dim);
+    }
+}
+
+void ps_spin_keep(double *vel, double *withheld, const double *spin, const double *pos,
+                  const double *prev_pos, const double *mass, const double *inv_mass,
+                  const double *support, const int32_t *owner, const int32_t *linked,
+                  const int32_t *tangled,
+                  const int32_t *members, const int32_t *body_start, const int32_t *body_count,
+                  int n, int b, int dim, int mode, double h)
+{
+    (void)n;
+    if (dim != 2 && dim != 3) return;
+    if (mode == 2 && dim != 3) return;
+    double inv_h = 1.0 / h;
+    for (int j = 0; j < b; j++) {
+        const int32_t *rows = members + body_start[j];
+        int count = body_count[j];
+        if (!spins_alone(rows, count, j, owner, inv_mass, support, linked, dim) || (mode == 2 && tangled[j]))
+            continue;
+        ps_moments mo;
+        if (dim == 3 && mode == 2)  /* (each case its own loop: dim and the branches folded) */
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, 1, inv_h);
+        else if (dim == 3 && mode == 1)
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 3, 1, 0, inv_h);
+        else if (dim == 3)
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 3, 1, 0, inv_h);
+        else if (mode == 1)
+            body_moments(&mo, pos, vel, prev_pos, withheld, mass, rows, count, 2, 1, 0, inv_h);
+        else
+            body_moments(&mo, pos, vel, NULL, withheld, mass, rows, count, 2, 1, 0, inv_h);
+        double c[3], L[3], w[3] = {0.0, 0.0, 0.0}, dL[3], before[3];
+        body_spin(c, L, &mo, dim);
+        if (mode == 2) {  /* about the centre of the p's (the same point as the x's before the solve) */
+            double cb[3];
+            for (int a = 0; a < 3; a++) cb[a] = mo.Sb[a] / mo.M;
+            before[0] = mo.Ab[0] - (cb[1] * mo.Pb[2] - cb[2] * mo.Pb[1]);
+            before[1] = mo.Ab[1] - (cb[2] * mo.Pb[0] - cb[0] * mo.Pb[2]);
+            before[2] = mo.Ab[2] - (cb[0] * mo.Pb[1] - cb[1] * mo.Pb[0]);
+        } else {
+            for (int a = 0; a < 3; a++) before[a] = spin[3L * j + a];
+        }
+        for (int a = 0; a < 3; a++) dL[a] = L[a] - before[a];
+        const double M = mo.M;
+        if (dim == 2) {  /* I = J - M |c|^2 (the parallel axis theorem) */
+            double I = mo.J[2] - M * (c[0] * c[0] + c[1] * c[1]);
+            if (!(I > 0.0)) continue;
+            w[2] = dL[2] / I;
+        } else {  /* I w = dL by I's adjugate; members on a line: w = 2 dL / tr I (ps_rigid_fit3's) */
+            double xx = c[0] * c[0], yy = c[1] * c[1], zz = c[2] * c[2];
+            double I00 = mo.J[0] - M * (yy + zz), I11 = mo.J[1] - M * (xx + zz), I22 = mo.J[2] - M * (xx + yy);
+            double I01 = M * (c[0] * c[1]) - mo.K[0], I02 = M * (c[0] * c[2]) - mo.K[1];
+            double I12 = M * (c[1] * c[2]) - mo.K[2];
+            double a00 = I11 * I22 - I12 * I12, a01 = I02 * I12 - I01 * I22, a02 = I01 * I12 - I02 * I11;
+            double a11 = I00 * I22 - I02 * I02, a12 = I02 * I01 - I00 * I12, a22 = I00 * I11 - I01 * I01;
+            double detI = (I00 * a00 + I01 * a01) + I02 * a02;
+            double tr = (I00 + I11) + I22, third = tr / 3.0;
+            if (detI > 1e-12 * (third * third * third)) {
+                w[0] = ((a00 * dL[0] + a01 * dL[1]) + a02 * dL[2]) / detI;
+                w[1] = ((a01 * dL[0] + a11 * dL[1]) + a12 * dL[2]) / detI;
+                w[2] = ((a02 * dL[0] + a12 * dL[1]) + a22 * dL[2]) / detI;
+            } else if (tr > 0.0) {
+                for (int a = 0; a < 3; a++) w[a] = 2.0 * dL[a] / tr;
+            } else {
+                continue;
+            }
+        }
+        double *out = mode ? withheld : vel, sign = mode ? 1.0 : -1.0;
+        double oc[3] = {mo.o[0] + c[0], mo.o[1] + c[1], mo.o[2] + c[2]};  /* the centre */
+        if (dim == 2) {
+            for (int e = 0; e < count; e++) {
+                long i = rows[e];
+                double rx = pos[2 * i] - oc[0], ry = pos[2 * i + 1] - oc[1];
+                out[2 * i] = out[2 * i] + sign * -(w[2] * ry);
+                out[2 * i + 1] = out[2 * i + 1] + sign * (w[2] * rx);
+            }
+            continue;
+        }
+        for (int e = 0; e < count; e++) {
+            long i = rows[e];
+            double r[3] = {pos[3 * i] - oc[0], pos[3 * i + 1] - oc[1], pos[3 * i + 2] - oc[2]};
+            out[3 * i] = out[3 * i] + sign * (w[1] * r[2] - w[2] * r[1]);
+            out[3 * i + 1] = out[3 * i + 1] + sign * (w[2] * r[0] - w[0] * r[2]);
+            out[3 * i + 2] = out[3 * i + 2] + sign * (w[0] * r[1] - w[1] * r[0]);
         }
     }
 }

@@ -444,6 +444,9 @@ class Bodies(Feature):
             "friction": Field((), np.float64, 0.5), "restitution": f64, "rolling_resistance": f64,
             "rolled": f64,  # workspace of the rolling resistance: this frame's contact impulses so far
             "tangled": i32,  # the untangle pass's: 1 for a body it put back at its rest shape
+            # workspaces of the spin pass (features/constraints.py): the angular momentum before
+            # the substep's constraint solve, and 1 for a body a constraint links to another
+            "spin": Field((3,), np.float64), "linked": i32,
             "entity": Field((), np.int64, -1),
             **({"tet_start": i32, "tet_count": i32} if ctx.dim == 3 else {}),
         }, MAX_BODIES)

@@ -379,3 +379,154 @@ def _material_batch(pos: F64, vel: F64, withheld: F64, lam: F64, inv_mass: F64, 
         vel[rows] = vel[rows] + dx[:, i] * inv_h * share
         if any_capped:
             _withhold(withheld, rows, dx[:, i], inv_h, share, capped)
+
+
+def _spinning(owner: I32, inv_mass: F64, support: F64, linked: I32, members: I32, body_start: I32,
+              body_count: I32, b: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bodies whose spin is kept (constraints.c's spins_alone), as a mask over the b
+    bodies, and their member entries: each one's body and row, in member order."""
+    body, flat = ranges(body_start, body_count, b)
+    rows = members[flat]
+    ok = (body_count[:b] > 0) & (linked[:b] == 0)
+    held = dot(support[rows], support[rows], dim) > 0.0
+    ok[np.unique(body[(owner[rows] != body) | (inv_mass[rows] == 0.0) | held])] = False
+    keep = ok[body]
+    return ok, body[keep], rows[keep]
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
+def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarray, first: np.ndarray,
+                  b: int, dim: int, inertia: bool,
+                  start: tuple[F64, F64] | None = None) -> tuple[F64, F64, F64, F64, F64, F64]:
+    """constraints.c's body_moments and body_spin for every body at once (sums in member
+    order, as np.add.at adds; ``first``: each body's first member row): each body's origin o,
+    centre c (offset from o), angular momentum L (3 columns; 2D: the last), mass M, and the
+    columns J, K of the inertia (6); with ``start`` (3D: the positions and velocities the
+    solve began from, per member), the angular momentum of those about their centre (else 0)."""
+    o = np.zeros((b, 3))
+    o[:, :dim] = pos[first]
+    m = mass[rows]
+    x = np.zeros((len(rows), 3))
+    x[:, :dim] = pos[rows] - o[body, :dim]
+    w = np.zeros((len(rows), 3))
+    w[:, :dim] = v
+    terms = [m, *(m * x[:, a] for a in range(dim)), *(m * w[:, a] for a in range(dim))]
+    if dim == 2:
+        terms += [m * (x[:, 0] * w[:, 1] - x[:, 1] * w[:, 0])]
+        if inertia:
+            terms += [m * (x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1])]
+    else:
+        terms += [m * (x[:, 1] * w[:, 2] - x[:, 2] * w[:, 1]), m * (x[:, 2] * w[:, 0] - x[:, 0] * w[:, 2]),
+                  m * (x[:, 0] * w[:, 1] - x[:, 1] * w[:, 0])]
+        if inertia:
+            xx, yy, zz = x[:, 0] * x[:, 0], x[:, 1] * x[:, 1], x[:, 2] * x[:, 2]
+            terms += [m * (yy + zz), m * (xx + zz), m * (xx + yy), m * (x[:, 0] * x[:, 1]),
+                      m * (x[:, 0] * x[:, 2]), m * (x[:, 1] * x[:, 2])]
+        if start is not None:
+            y, u = start[0] - o[body], start[1]
+            terms += [*(m * y[:, a] for a in range(3)), *(m * u[:, a] for a in range(3)),
+                      m * (y[:, 1] * u[:, 2] - y[:, 2] * u[:, 1]),
+                      m * (y[:, 2] * u[:, 0] - y[:, 0] * u[:, 2]),
+                      m * (y[:, 0] * u[:, 1] - y[:, 1] * u[:, 0])]
+    acc = np.zeros((b, len(terms)))
+    np.add.at(acc, body, np.stack(terms, axis=1))
+    M = acc[:, 0]
+    S, P = np.zeros((b, 3)), np.zeros((b, 3))
+    S[:, :dim], P[:, :dim] = acc[:, 1 : 1 + dim], acc[:, 1 + dim : 1 + 2 * dim]
+    c = np.zeros((b, 3))
+    c[:, :dim] = S[:, :dim] / M[:, None]
+    L = np.zeros((b, 3))
+    rest = acc[:, 1 + 2 * dim :]
+    if dim == 2:
+        L[:, 2] = rest[:, 0] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+        JK = np.zeros((b, 6))
+        if inertia:
+            JK[:, 2] = rest[:, 1]
+    else:
+        A = rest[:, :3]
+        L[:, 0] = A[:, 0] - (c[:, 1] * P[:, 2] - c[:, 2] * P[:, 1])
+        L[:, 1] = A[:, 1] - (c[:, 2] * P[:, 0] - c[:, 0] * P[:, 2])
+        L[:, 2] = A[:, 2] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+        JK = rest[:, 3:9] if inertia else np.zeros((b, 6))
+    Lb = np.zeros((b, 3))
+    if start is not None:
+        tail = rest[:, 9:]
+        cb, Pb, Ab = tail[:, :3] / M[:, None], tail[:, 3:6], tail[:, 6:9]
+        Lb[:, 0] = Ab[:, 0] - (cb[:, 1] * Pb[:, 2] - cb[:, 2] * Pb[:, 1])
+        Lb[:, 1] = Ab[:, 1] - (cb[:, 2] * Pb[:, 0] - cb[:, 0] * Pb[:, 2])
+        Lb[:, 2] = Ab[:, 2] - (cb[:, 0] * Pb[:, 1] - cb[:, 1] * Pb[:, 0])
+    return o, c, L, M, JK, Lb
+
+
+def spin_record(
+    spin: F64, pos: F64, vel: F64, mass: F64, inv_mass: F64, support: F64, owner: I32, linked: I32,
+    members: I32, body_start: I32, body_count: I32, n: int, b: int, dim: int,
+) -> None:
+    """Each body's angular momentum about its centre of mass before the constraint solve (0
+    for a body whose spin is not kept; constraints.c)."""
+    if dim not in (2, 3):
+        return
+    ok, body, rows = _spinning(owner, inv_mass, support, linked, members, body_start, body_count, b, dim)
+    first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
+    _, _, L, _, _, _ = _body_moments(pos, vel[rows], mass, body, rows, first, b, dim, False)
+    spin[:b] = np.where(ok[:, None], L, 0.0)
+
+
+@np.errstate(divide="ignore", invalid="ignore")  # bodies left out: 0/0, unused
+def spin_keep(
+    vel: F64, withheld: F64, spin: F64, pos: F64, prev_pos: F64, mass: F64, inv_mass: F64,
+    support: F64, owner: I32, linked: I32, tangled: I32, members: I32, body_start: I32,
+    body_count: I32, n: int, b: int, dim: int, mode: int, h: float,
+) -> None:
+    """The change of each kept body's angular momentum in the solve taken off as a rigid spin
+    w = I^-1 dL: v_i -= w x r_i (mode 0), or withheld_i += w x r_i (modes 1 and 2: integrator
+    "xpbd"); the momentum before the solve spin_record's (modes 0, 1) or, in 3D, that of the
+    positions p and velocities the positions-only solve began from (mode 2; tangled bodies
+    left alone) (constraints.c)."""
+    if dim not in (2, 3) or (mode == 2 and dim != 3):
+        return
+    inv_h = 1.0 / h
+    ok, body, rows = _spinning(owner, inv_mass, support, linked, members, body_start, body_count, b, dim)
+    if mode == 2:
+        ok &= tangled[:b] == 0
+        keep = ok[body]
+        body, rows = body[keep], rows[keep]
+    v = (pos[rows] - prev_pos[rows]) * inv_h - withheld[rows] if mode else vel[rows]
+    first = members[np.where(ok, body_start[:b], 0)] if len(members) else np.zeros(b, np.int32)
+    start = (prev_pos[rows], vel[rows]) if mode == 2 else None
+    o, c, L, M, JK, Lb = _body_moments(pos, v, mass, body, rows, first, b, dim, True, start)
+    dL = L - (Lb if mode == 2 else spin[:b])
+    w = np.zeros((b, 3))
+    if dim == 2:
+        inertia = JK[:, 2] - M * (c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1])
+        go = ok & (inertia > 0.0)
+        w[:, 2] = dL[:, 2] / inertia
+    else:
+        xx, yy, zz = c[:, 0] * c[:, 0], c[:, 1] * c[:, 1], c[:, 2] * c[:, 2]
+        i00, i11, i22 = JK[:, 0] - M * (yy + zz), JK[:, 1] - M * (xx + zz), JK[:, 2] - M * (xx + yy)
+        i01, i02 = M * (c[:, 0] * c[:, 1]) - JK[:, 3], M * (c[:, 0] * c[:, 2]) - JK[:, 4]
+        i12 = M * (c[:, 1] * c[:, 2]) - JK[:, 5]
+        a00, a01, a02 = i11 * i22 - i12 * i12, i02 * i12 - i01 * i22, i01 * i12 - i02 * i11
+        a11, a12, a22 = i00 * i22 - i02 * i02, i02 * i01 - i00 * i12, i00 * i11 - i01 * i01
+        detI = (i00 * a00 + i01 * a01) + i02 * a02
+        tr = (i00 + i11) + i22
+        third = tr / 3.0
+        solved = detI > 1e-12 * (third * third * third)
+        by_adj = np.stack([(a00 * dL[:, 0] + a01 * dL[:, 1]) + a02 * dL[:, 2],
+                           (a01 * dL[:, 0] + a11 * dL[:, 1]) + a12 * dL[:, 2],
+                           (a02 * dL[:, 0] + a12 * dL[:, 1]) + a22 * dL[:, 2]], axis=1)
+        w = np.where(solved[:, None], by_adj / detI[:, None], 2.0 * dL / tr[:, None])
+        go = ok & (solved | (tr > 0.0))
+    live = go[body]
+    lb, lr = body[live], rows[live]
+    oc = o + c
+    wb = w[lb]
+    r = np.zeros((len(lr), 3))
+    r[:, :dim] = pos[lr] - oc[lb, :dim]
+    sign = 1.0 if mode else -1.0
+    if dim == 2:
+        s = np.stack([sign * -(wb[:, 2] * r[:, 1]), sign * (wb[:, 2] * r[:, 0])], axis=1)
+    else:
+        s = sign * np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
+                             wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
+    np.add.at(withheld if mode else vel, lr, s)
