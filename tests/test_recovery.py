@@ -380,9 +380,11 @@ def _pressed_sizes() -> list[tuple[str, Maker]]:
 # (none from the untangle pass until the spin pass: disc 0.3/12 was thrown at 5.2 m/s as the
 # plate lifted, rolled 15 m and still rocked at 0.26 m/s 10 s after the release)
 PRESSED_KNOWN: dict[str, str] = {
-    "disc 0.35/16": "still moving at 0.24 m/s at the end since the spin pass keeps the angular "
-                    "momentum of a body no collider holds through its constraint solve (it rested "
-                    "before; not yet understood)",
+    "disc 0.35/16": "released, it settles balanced on one vertex of its outline (one particle "
+                    "on the floor: an unstable equilibrium); with its angular momentum kept through "
+                    "the constraint solve (the spin pass) it tips over from 6.5 s on, as an "
+                    "inverted pendulum does, and is still rocking at 0.24 m/s at 10 s (the "
+                    "solve's loss of angular momentum had held it balanced)",
 }
 
 
