@@ -1297,24 +1297,12 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
             double I = mo.J[2] - M * (c[0] * c[0] + c[1] * c[1]);
             if (!(I > 0.0)) continue;
             w[2] = dL[2] / I;
-        } else {  /* I w = dL by I's adjugate; members on a line: w = 2 dL / tr I (ps_rigid_fit3's) */
+        } else {  /* I w = dL (ps_inertia_solve, as ps_rigid_fit3) */
             double xx = c[0] * c[0], yy = c[1] * c[1], zz = c[2] * c[2];
             double I00 = mo.J[0] - M * (yy + zz), I11 = mo.J[1] - M * (xx + zz), I22 = mo.J[2] - M * (xx + yy);
             double I01 = M * (c[0] * c[1]) - mo.K[0], I02 = M * (c[0] * c[2]) - mo.K[1];
             double I12 = M * (c[1] * c[2]) - mo.K[2];
-            double a00 = I11 * I22 - I12 * I12, a01 = I02 * I12 - I01 * I22, a02 = I01 * I12 - I02 * I11;
-            double a11 = I00 * I22 - I02 * I02, a12 = I02 * I01 - I00 * I12, a22 = I00 * I11 - I01 * I01;
-            double detI = (I00 * a00 + I01 * a01) + I02 * a02;
-            double tr = (I00 + I11) + I22, third = tr / 3.0;
-            if (detI > 1e-12 * (third * third * third)) {
-                w[0] = ((a00 * dL[0] + a01 * dL[1]) + a02 * dL[2]) / detI;
-                w[1] = ((a01 * dL[0] + a11 * dL[1]) + a12 * dL[2]) / detI;
-                w[2] = ((a02 * dL[0] + a12 * dL[1]) + a22 * dL[2]) / detI;
-            } else if (tr > 0.0) {
-                for (int a = 0; a < 3; a++) w[a] = 2.0 * dL[a] / tr;
-            } else {
-                continue;
-            }
+            if (!ps_inertia_solve(w, dL, I00, I11, I22, I01, I02, I12)) continue;
         }
         double *out = mode ? withheld : vel, sign = mode ? 1.0 : -1.0;
         double oc[3] = {mo.o[0] + c[0], mo.o[1] + c[1], mo.o[2] + c[2]};  /* the centre */

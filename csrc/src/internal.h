@@ -223,6 +223,28 @@ PS_INLINE void ps_best_rotation(double R[9], const double S[3][3])
 }
 
 
+
+/* w with I w = L, I the symmetric 3x3 inertia (I00, I11, I22 on the diagonal; I01, I02, I12
+ * off it), by I's adjugate; members on a line (I nearly singular): w = 2 L / tr I. 0 with w
+ * left as it was if tr I <= 0 (no extent), else 1. */
+PS_INLINE int ps_inertia_solve(double w[3], const double L[3], double I00, double I11, double I22,
+                               double I01, double I02, double I12)
+{
+    double a00 = I11 * I22 - I12 * I12, a01 = I02 * I12 - I01 * I22, a02 = I01 * I12 - I02 * I11;
+    double a11 = I00 * I22 - I02 * I02, a12 = I02 * I01 - I00 * I12, a22 = I00 * I11 - I01 * I01;
+    double detI = (I00 * a00 + I01 * a01) + I02 * a02;
+    double tr = (I00 + I11) + I22, third = tr / 3.0;
+    if (detI > 1e-12 * (third * third * third)) {
+        w[0] = ((a00 * L[0] + a01 * L[1]) + a02 * L[2]) / detI;
+        w[1] = ((a01 * L[0] + a11 * L[1]) + a12 * L[2]) / detI;
+        w[2] = ((a02 * L[0] + a12 * L[1]) + a22 * L[2]) / detI;
+        return 1;
+    }
+    if (!(tr > 0.0)) return 0;
+    for (int a = 0; a < 3; a++) w[a] = 2.0 * L[a] / tr;
+    return 1;
+}
+
 /* A 3D body's best-fit rigid motion (bodies.c's header): the members' mean position c and
  * velocity u, the rotation R best taking rest offsets q to r_i = x_i - c (Horn; only if
  * `rotation`, else left to ps_best_rotation(f.R, f.S) when needed), the spin w solving
@@ -322,19 +344,7 @@ PS_INLINE ps_fit3 ps_rigid_fit3(const double *pos, const double *vel, const int3
     f.det = S[0][0] * (S[1][1] * S[2][2] - S[1][2] * S[2][1])
             - S[0][1] * (S[1][0] * S[2][2] - S[1][2] * S[2][0])
             + S[0][2] * (S[1][0] * S[2][1] - S[1][1] * S[2][0]);
-    double a00 = I[1][1] * I[2][2] - I[1][2] * I[2][1], a01 = I[0][2] * I[2][1] - I[0][1] * I[2][2];
-    double a02 = I[0][1] * I[1][2] - I[0][2] * I[1][1], a11 = I[0][0] * I[2][2] - I[0][2] * I[2][0];
-    double a12 = I[0][2] * I[1][0] - I[0][0] * I[1][2], a22 = I[0][0] * I[1][1] - I[0][1] * I[1][0];
-    double detI = (I[0][0] * a00 + I[0][1] * (I[1][2] * I[2][0] - I[1][0] * I[2][2]))
-                  + I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
-    double tr = (I[0][0] + I[1][1]) + I[2][2], third = tr / 3.0;
-    if (detI > 1e-12 * (third * third * third)) {
-        w[0] = ((a00 * L[0] + a01 * L[1]) + a02 * L[2]) / detI;
-        w[1] = ((a01 * L[0] + a11 * L[1]) + a12 * L[2]) / detI;
-        w[2] = ((a02 * L[0] + a12 * L[1]) + a22 * L[2]) / detI;
-    } else if (tr > 0.0) {
-        for (int a = 0; a < 3; a++) w[a] = 2.0 * L[a] / tr;
-    }
+    ps_inertia_solve(w, L, I[0][0], I[1][1], I[2][2], I[0][1], I[0][2], I[1][2]);  /* (I symmetric) */
     return f;
 }
 
