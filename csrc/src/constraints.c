@@ -1220,13 +1220,21 @@ PS_INLINE void body_moments(ps_moments *b, const double *pos, const double *vel,
         b->Sb[a] = Sb[a], b->Pb[a] = Pb[a], b->Ab[a] = Ab[a];
 }
 
-/* The centre c (offset from o) and the angular momentum L about it: L = A - c x P (2D: L[2]). */
+/* From the sums S = sum m s, P = sum m v, A = sum m s x v of mass M: the centre c = S / M
+ * (offset from o) and the angular momentum L about it, L = A - c x P (2D: L[2]). */
+PS_INLINE void spin_of(double c[3], double L[3], const double S[3], const double P[3], const double A[3],
+                       double M, int dim)
+{
+    for (int a = 0; a < 3; a++) c[a] = a < dim ? S[a] / M : 0.0;
+    L[0] = dim == 2 ? 0.0 : A[0] - (c[1] * P[2] - c[2] * P[1]);
+    L[1] = dim == 2 ? 0.0 : A[1] - (c[2] * P[0] - c[0] * P[2]);
+    L[2] = A[2] - (c[0] * P[1] - c[1] * P[0]);
+}
+
+/* spin_of a body's moments. */
 PS_INLINE void body_spin(double c[3], double L[3], const ps_moments *b, int dim)
 {
-    for (int a = 0; a < 3; a++) c[a] = a < dim ? b->S[a] / b->M : 0.0;
-    L[0] = dim == 2 ? 0.0 : b->A[0] - (c[1] * b->P[2] - c[2] * b->P[1]);
-    L[1] = dim == 2 ? 0.0 : b->A[1] - (c[2] * b->P[0] - c[0] * b->P[2]);
-    L[2] = b->A[2] - (c[0] * b->P[1] - c[1] * b->P[0]);
+    spin_of(c, L, b->S, b->P, b->A, b->M, dim);
 }
 
 void ps_spin_record(double *spin, const double *pos, const double *vel, const double *mass,
@@ -1284,10 +1292,7 @@ void ps_spin_keep(double *vel, double *withheld, const double *spin, const doubl
         body_spin(c, L, &mo, dim);
         if (mode == 2) {  /* about the centre of the p's (the same point as the x's before the solve) */
             double cb[3];
-            for (int a = 0; a < 3; a++) cb[a] = mo.Sb[a] / mo.M;
-            before[0] = mo.Ab[0] - (cb[1] * mo.Pb[2] - cb[2] * mo.Pb[1]);
-            before[1] = mo.Ab[1] - (cb[2] * mo.Pb[0] - cb[0] * mo.Pb[2]);
-            before[2] = mo.Ab[2] - (cb[0] * mo.Pb[1] - cb[1] * mo.Pb[0]);
+            spin_of(cb, before, mo.Sb, mo.Pb, mo.Ab, mo.M, 3);
         } else {
             for (int a = 0; a < 3; a++) before[a] = spin[3L * j + a];
         }

@@ -295,24 +295,28 @@ def rigid_fit3(pos: F64, vel: F64, members: I32, rest: F64, body_start: I32, bod
            - S[:, 0, 1] * (S[:, 1, 0] * S[:, 2, 2] - S[:, 1, 2] * S[:, 2, 0])
            + S[:, 0, 2] * (S[:, 1, 0] * S[:, 2, 1] - S[:, 1, 1] * S[:, 2, 0]))
 
-    def i(a: int, e: int) -> F64:
-        return inertia[:, a, e]
+    w, _ = inertia_solve(L, inertia[:, 0, 0], inertia[:, 1, 1], inertia[:, 2, 2], inertia[:, 0, 1],
+                         inertia[:, 0, 2], inertia[:, 1, 2])  # (inertia symmetric)
+    return Fit3(c, u, R, w, det, body, idx, q, r)
 
-    a00, a01 = i(1, 1) * i(2, 2) - i(1, 2) * i(2, 1), i(0, 2) * i(2, 1) - i(0, 1) * i(2, 2)
-    a02, a11 = i(0, 1) * i(1, 2) - i(0, 2) * i(1, 1), i(0, 0) * i(2, 2) - i(0, 2) * i(2, 0)
-    a12, a22 = i(0, 2) * i(1, 0) - i(0, 0) * i(1, 2), i(0, 0) * i(1, 1) - i(0, 1) * i(1, 0)
-    detI = ((i(0, 0) * a00 + i(0, 1) * (i(1, 2) * i(2, 0) - i(1, 0) * i(2, 2)))
-            + i(0, 2) * (i(1, 0) * i(2, 1) - i(1, 1) * i(2, 0)))
-    tr = (i(0, 0) + i(1, 1)) + i(2, 2)
+
+@np.errstate(divide="ignore", invalid="ignore")  # rows not solved: 0/0, replaced
+def inertia_solve(L: F64, i00: F64, i11: F64, i22: F64, i01: F64, i02: F64,
+                  i12: F64) -> tuple[F64, NDArray[np.bool_]]:
+    """internal.h's ps_inertia_solve per row: w with I w = L (I symmetric: i00, i11, i22 on the
+    diagonal, i01, i02, i12 off it) by I's adjugate, or 2 L / tr I where I is nearly singular,
+    0 where tr I <= 0; and where it was solved (not the last case)."""
+    a00, a01, a02 = i11 * i22 - i12 * i12, i02 * i12 - i01 * i22, i01 * i12 - i02 * i11
+    a11, a12, a22 = i00 * i22 - i02 * i02, i02 * i01 - i00 * i12, i00 * i11 - i01 * i01
+    detI = (i00 * a00 + i01 * a01) + i02 * a02
+    tr = (i00 + i11) + i22
     third = tr / 3.0
     solved = detI > 1e-12 * (third * third * third)
-    adj = np.stack([np.stack([a00, a01, a02], axis=1), np.stack([a01, a11, a12], axis=1),
-                    np.stack([a02, a12, a22], axis=1)], axis=1)
-    by_adj = ((adj[:, :, 0] * L[:, 0:1] + adj[:, :, 1] * L[:, 1:2]) + adj[:, :, 2] * L[:, 2:3])
-    by_adj = by_adj / detI[:, None]
+    by_adj = np.stack([(a00 * L[:, 0] + a01 * L[:, 1]) + a02 * L[:, 2],
+                       (a01 * L[:, 0] + a11 * L[:, 1]) + a12 * L[:, 2],
+                       (a02 * L[:, 0] + a12 * L[:, 1]) + a22 * L[:, 2]], axis=1)
     line = np.where((tr > 0.0)[:, None], 2.0 * L / tr[:, None], 0.0)
-    w = np.where(solved[:, None], by_adj, line)
-    return Fit3(c, u, R, w, det, body, idx, q, r)
+    return np.where(solved[:, None], by_adj / detI[:, None], line), solved | (tr > 0.0)
 
 
 def rotated(R: F64, q: F64) -> F64:

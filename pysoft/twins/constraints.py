@@ -6,7 +6,7 @@ import numpy as np
 
 from pysoft._constants import MAX_CORRECTION_SPEED
 from pysoft.twins._common import F64, I32, MIN_LENGTH, dot, ranges
-from pysoft.twins.bodies import cross, rigid_fit, rigid_fit3, rotated
+from pysoft.twins.bodies import cross, inertia_solve, rigid_fit, rigid_fit3, rotated
 
 
 def _follow(u: F64, du: F64) -> F64:
@@ -437,24 +437,18 @@ def _body_moments(pos: F64, v: F64, mass: F64, body: np.ndarray, rows: np.ndarra
     c[:, :dim] = S[:, :dim] / M[:, None]
     L = np.zeros((b, 3))
     rest = acc[:, 1 + 2 * dim :]
-    if dim == 2:
-        L[:, 2] = rest[:, 0] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+    if dim == 2:  # (L about the centre: A - c x P, constraints.c's spin_of)
+        L[:, 2] = rest[:, 0] - cross(c, P)[:, 2]
         JK = np.zeros((b, 6))
         if inertia:
             JK[:, 2] = rest[:, 1]
     else:
-        A = rest[:, :3]
-        L[:, 0] = A[:, 0] - (c[:, 1] * P[:, 2] - c[:, 2] * P[:, 1])
-        L[:, 1] = A[:, 1] - (c[:, 2] * P[:, 0] - c[:, 0] * P[:, 2])
-        L[:, 2] = A[:, 2] - (c[:, 0] * P[:, 1] - c[:, 1] * P[:, 0])
+        L = rest[:, :3] - cross(c, P)
         JK = rest[:, 3:9] if inertia else np.zeros((b, 6))
     Lb = np.zeros((b, 3))
     if start is not None:
         tail = rest[:, 9:]
-        cb, Pb, Ab = tail[:, :3] / M[:, None], tail[:, 3:6], tail[:, 6:9]
-        Lb[:, 0] = Ab[:, 0] - (cb[:, 1] * Pb[:, 2] - cb[:, 2] * Pb[:, 1])
-        Lb[:, 1] = Ab[:, 1] - (cb[:, 2] * Pb[:, 0] - cb[:, 0] * Pb[:, 2])
-        Lb[:, 2] = Ab[:, 2] - (cb[:, 0] * Pb[:, 1] - cb[:, 1] * Pb[:, 0])
+        Lb = tail[:, 6:9] - cross(tail[:, :3] / M[:, None], tail[:, 3:6])
     return o, c, L, M, JK, Lb
 
 
@@ -506,17 +500,8 @@ def spin_keep(
         i00, i11, i22 = JK[:, 0] - M * (yy + zz), JK[:, 1] - M * (xx + zz), JK[:, 2] - M * (xx + yy)
         i01, i02 = M * (c[:, 0] * c[:, 1]) - JK[:, 3], M * (c[:, 0] * c[:, 2]) - JK[:, 4]
         i12 = M * (c[:, 1] * c[:, 2]) - JK[:, 5]
-        a00, a01, a02 = i11 * i22 - i12 * i12, i02 * i12 - i01 * i22, i01 * i12 - i02 * i11
-        a11, a12, a22 = i00 * i22 - i02 * i02, i02 * i01 - i00 * i12, i00 * i11 - i01 * i01
-        detI = (i00 * a00 + i01 * a01) + i02 * a02
-        tr = (i00 + i11) + i22
-        third = tr / 3.0
-        solved = detI > 1e-12 * (third * third * third)
-        by_adj = np.stack([(a00 * dL[:, 0] + a01 * dL[:, 1]) + a02 * dL[:, 2],
-                           (a01 * dL[:, 0] + a11 * dL[:, 1]) + a12 * dL[:, 2],
-                           (a02 * dL[:, 0] + a12 * dL[:, 1]) + a22 * dL[:, 2]], axis=1)
-        w = np.where(solved[:, None], by_adj / detI[:, None], 2.0 * dL / tr[:, None])
-        go = ok & (solved | (tr > 0.0))
+        w, solved = inertia_solve(dL, i00, i11, i22, i01, i02, i12)
+        go = ok & solved
     live = go[body]
     lb, lr = body[live], rows[live]
     oc = o + c
@@ -527,6 +512,5 @@ def spin_keep(
     if dim == 2:
         s = np.stack([sign * -(wb[:, 2] * r[:, 1]), sign * (wb[:, 2] * r[:, 0])], axis=1)
     else:
-        s = sign * np.stack([wb[:, 1] * r[:, 2] - wb[:, 2] * r[:, 1], wb[:, 2] * r[:, 0] - wb[:, 0] * r[:, 2],
-                             wb[:, 0] * r[:, 1] - wb[:, 1] * r[:, 0]], axis=1)
+        s = sign * cross(wb, r)
     np.add.at(withheld if mode else vel, lr, s)
