@@ -185,10 +185,6 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
     if (stage >= 0) clock_stage(stage, &t, nstages, seconds);
 }
 
-/* One world's frames (ps_world): between two frames (and before the first, when it resumes)
- * its copies and fills, then the frame on this thread; it stops after a frame whose scan found an unstable particle. Only the last
- * frame is timed (its stages' seconds are the world's profile; a clock reading per op costs
- * a small world's frame more than a tenth of its time). */
 /* Lines of each of a world's arrays that prefetch_world asks for. */
 #define PS_PREFETCH_LINES 2
 
@@ -196,7 +192,8 @@ void ps_run_frame(ps_op **ops, int nops, int substeps, int nstages, double *seco
  * lines of each array they point to) while another world runs: a small world's frame is
  * short next to the time its data takes to come from memory when many worlds were run since
  * (step_many runs hundreds of them in turn), and it reads its arrays in an order no hardware
- * prefetcher follows. Hints only: nothing is read, and the bits are the same. */
+ * prefetcher follows. It reads the ops' pointers; the arrays are only hinted at, and the bits
+ * are the same. */
 static void prefetch_world(const ps_world *w)
 {
     for (int k = 0; k < w->nops; k++) {
@@ -208,6 +205,10 @@ static void prefetch_world(const ps_world *w)
     }
 }
 
+/* One world's frames (ps_world): between two frames (and before the first, when it resumes)
+ * its copies and fills, then the frame on this thread; it stops after a frame whose scan found an unstable particle. Only the last
+ * frame is timed (its stages' seconds are the world's profile; clock readings cost a small
+ * world's frame a good share of its time). */
 static void run_world(ps_world *w)
 {
     w->ran = 0;
