@@ -2,13 +2,16 @@
 
 ``World.step`` runs a frame stage by stage: each stage's terms call their kernels, one
 foreign call per pass per substep. When the frame needs nothing but those calls (the C
-backend, no systems of the user's, integrator "symplectic_euler" or "explicit_euler",
-``on_instability`` not "clamp", and every term able to say what it would call: no XPBD
-constraints, no kinematic collider moving), the terms describe their calls as :class:`Op`
+backend, no systems of the user's, integrator "symplectic_euler", "explicit_euler" or "xpbd",
+``on_instability`` not "clamp", and every term able to say what it would call: no kinematic
+collider moving), the terms describe their calls as :class:`Op`
 (``term.ops(h)``), and one call runs every substep of the frame: the same kernels, in the
 same order, with the same arguments, so the same bits (``tests/test_frame.py`` compares both
 ways frame by frame). A term that cannot (its ``ops`` returns None) sends the frame down the
-stages. The terms that do a first substep's work each frame and decide from the arrays'
+stages. A call that runs only where an earlier one of its substep returned nonzero waits on it
+(``after``, or ``also`` on either of two): the particles against the colliders again where
+the edges' contacts or the constraints' settle moved particles, the settle's solve where its
+inverse masses found a particle static friction holds. The terms that do a first substep's work each frame and decide from the arrays'
 values whether they call (the colliders, the body contacts, rolling resistance) do it in
 ``frame_start(h)``, every frame; the others are asked for their ops again only when h, the
 tables' rows or the settings changed, or a ``frame_start`` answered otherwise: in between,
@@ -44,7 +47,7 @@ class Op:
     """One kernel call of every substep of a frame: a bound kernel's array pointers (the
     C backend's ``Bound.call``), its counts and scalars (``set``), and when it runs."""
 
-    __slots__ = ("after", "c", "calls", "counter", "kinds", "name", "rows", "values")
+    __slots__ = ("after", "also", "c", "calls", "counter", "kinds", "name", "rows", "values")
 
     def __init__(self, call: Any, stage: int, when: int = EVERY, vary: int = -1,
                  vary_kind: int = FIRST, after: Op | None = None) -> None:
@@ -55,7 +58,7 @@ class Op:
         self.name: str = call.kernel
         index, self.kinds = _table()[self.name]
         self.c = c = ffi.new("ps_op *")
-        c.kernel, c.stage, c.when, c.after = index, stage, when, -1
+        c.kernel, c.stage, c.when, c.after, c.also = index, stage, when, -1, -1
         for k, pointer in enumerate(call.args):
             c.p[k] = pointer
         c.nptr = len(call.args)
@@ -74,6 +77,7 @@ class Op:
         self.values: tuple[Any, ...] | None = None
         self.counter = call.counter  # _kernels.counting(), when it was bound inside one
         self.after = after
+        self.also: Op | None = None  # or this other earlier op (frame.c's ``also``)
         self.calls = 0  # c.calls when last looked at
 
     def set(self, *values: Any) -> Op:
@@ -109,7 +113,8 @@ class Frame:
         self.plan: tuple[Any, ...] = ()
         self.asked: list[Any] = []  # the terms with a ``frame_start``, asked every frame
         self.marks: list[Any] = []  # what their ``frame_start`` said when the ops were made
-        self.mover: Op | None = None  # pipeline.mover as the ops were last made
+        self.movers: list[Op] = []  # pipeline.movers as the ops were last made
+        self.settler: Op | None = None  # and pipeline.settler
         ffi, self.lib = _native.require()
         self.ffi = ffi
         self.seconds = ffi.new("double[]", FINISH + 1)
@@ -149,6 +154,7 @@ class Frame:
         if ops != self.ops:  # another list (Ops compare by identity): new pointers to them
             for op in ops:
                 op.c.after = -1 if op.after is None else ops.index(op.after)
+                op.c.also = -1 if op.also is None else ops.index(op.also)
             _group(ops)
             self.array = self.ffi.new("ps_op *[]", [op.c for op in ops])
             self.ops = ops
@@ -184,7 +190,7 @@ class Frame:
             self.done = [t.done for t in self.terms if hasattr(t, "done")]
             self.asked = [t for t in self.terms if hasattr(t, "frame_start")]
         pipeline = self.pipeline
-        pipeline.substep, pipeline.mover = 0, None
+        pipeline.substep, pipeline.movers, pipeline.settler = 0, [], None
         marks = []
         for term in self.asked:
             mark = term.frame_start(h)
@@ -193,9 +199,10 @@ class Frame:
             marks.append(mark)
         plan = (h, substeps, self.clock.value, pipeline.settings._changes)
         if plan == self.plan and marks == self.marks:
-            pipeline.mover = self.mover
+            pipeline.movers, pipeline.settler = self.movers, self.settler
         elif self.make(h, substeps, start):
-            self.plan, self.marks, self.mover = plan, marks, pipeline.mover
+            self.plan, self.marks = plan, marks
+            self.movers, self.settler = pipeline.movers, pipeline.settler
         else:
             self.plan = ()  # no calls kept: the next frame asks every term again
             return False

@@ -209,6 +209,8 @@ class IntegratorTerm(Protocol):
 
     def velocity_from_positions(self, h: float) -> None: ...
 
+    def velocity_ops(self, h: float) -> list[Any]: ...
+
 
 class Pipeline:
     """The terms of one substep, per stage, and where in the frame the step is."""
@@ -226,7 +228,11 @@ class Pipeline:
         self.resettle: list[SubstepTerm] = []
         self.moved = False
         self.settled = False  # whether a settle term solved in the running substep
-        self.mover: Any = None  # in a frame run in one call: the op whose result means "moved"
+        # in a frame run in one call: the ops whose nonzero result means "moved" (the edges'
+        # contacts, the settle), and the settle's (``settled``)
+        self.movers: list[Any] = []
+        self.settler: Any = None
+        self.velocity = _VelocityUpdate(self)
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
         self.unstable = -1  # the row the frame-end scan found unstable (-1: none)
@@ -247,12 +253,23 @@ class Pipeline:
 
     def terms(self) -> list[Any]:
         """Every term of a substep, in run order (for ``pysoft._frame.Frame``)."""
-        return [*self.forces, self.integrator, *self.constraints, *self.collide, *self.settle,
-                *self.resettle, *self.finish]
+        return [*self.forces, self.integrator, *self.constraints, self.velocity, *self.collide,
+                *self.settle, *self.resettle, *self.finish]
 
     def evaluate_forces(self, state: int) -> None:
         for term in self.forces:
             term.evaluate(state)
+
+
+class _VelocityUpdate:
+    """Integrator "xpbd"'s velocity update after the constraint terms, as the Constraints stage
+    makes it, as a term of ``Pipeline.terms``."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def ops(self, h: float) -> list[Any]:
+        return self.pipeline.integrator.velocity_ops(h)
 
 
 class Priority(IntEnum):

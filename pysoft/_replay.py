@@ -222,6 +222,9 @@ class _Integrator:
         self.integrator.velocity_from_positions(h)
         self.watch.check("XPBD velocity update")
 
+    def velocity_ops(self, h: float) -> list[Any]:
+        return list(self.integrator.velocity_ops(h))
+
 
 TERM_LISTS = ("forces", "constraints", "collide", "settle", "resettle")
 

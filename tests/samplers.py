@@ -434,8 +434,19 @@ def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
     support[rng.random(n) < 0.2] = dirs[0]  # many held from one side
     held = (support != 0.0).any(axis=1)
     stuck = (held & (rng.random(n) < 0.6)).astype(np.int32)  # static friction holds some
+    if rng.random() < 0.3:
+        stuck[:] = 0  # or none: no settle, nothing written
     return {"settle_inv_mass": rng.normal(0.0, 1.0, n), "support": support, "stuck": stuck,
             "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
+
+
+def sample_zero(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Values of every kind (NaN, infinities, -0.0 among them)."""
+    values = rng.normal(0.0, 1.0, n * dim)
+    values[rng.random(n * dim) < 0.1] = np.nan
+    values[rng.random(n * dim) < 0.05] = -np.inf
+    values[rng.random(n * dim) < 0.05] = -0.0
+    return {"values": values}
 
 
 def sample_untangle(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
@@ -890,6 +901,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_volume": sample_xpbd_volume,
     "xpbd_material": sample_xpbd_material,
     "settle_mass": sample_settle_mass,
+    "zero": sample_zero,
     "untangle": sample_untangle,
     "spin_record": sample_spin_record,
     "spin_keep": sample_spin_keep,

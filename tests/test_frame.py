@@ -1,7 +1,7 @@
 """A frame in one call of the C core (``pysoft._frame``, ``csrc/src/frame.c``) is the frame
 the stages run, bit for bit, with the same kernel calls; and worlds that need the stages
-(a system of the user's, a moving collider, XPBD constraints, integrators that evaluate the
-forces again, ``on_instability="clamp"``) still get them."""
+(a system of the user's, a moving collider, integrators that evaluate the forces again,
+``on_instability="clamp"``) still get them.""" 
 
 from __future__ import annotations
 
@@ -52,7 +52,46 @@ SCENES: dict[str, Callable[[], pysoft.World]] = {
     "bridge (edges against corners)": scenes.bridge,
     "planets (a well)": scenes.planets,
     "rolling, grabbed, a well, corners": lambda: _world(_rolling_box),
+    "XPBD box (the settle)": lambda: _world(_xpbd),
+    "XPBD box on corners (edges and settle move)": lambda: _world(_xpbd_corners),
+    "XPBD boxes, integrator xpbd": lambda: _world(_xpbd_corners, integrator="xpbd"),
+    "XPBD box mirrored (untangle, spin)": lambda: _world(_xpbd_mirrored),
+    "XPBD cloth": lambda: scenes.xpbd_cloth(12),
+    "3D tet cubes (integrator xpbd)": lambda: scenes.tet_cubes(4),
+    "3D material and XPBD cubes, mirrored": lambda: _world(_cubes3d, dim=3, integrator="xpbd"),
+    "3D cloth draped, self-colliding (contacts after the settle)": scenes.drape3d,
 }
+
+
+def _xpbd(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.8)
+    build.box(w, center=(0.0, 0.3), size=(0.5, 0.5), model="xpbd")
+
+
+def _xpbd_corners(w: pysoft.World) -> None:
+    """XPBD boxes and a disc falling on a floor and onto a tilted box's corner, beside a spring
+    box: the outline edges' contacts and the settle both move particles."""
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.6)
+    w.add_collider(pysoft.Box((0.4, 0.15), (0.3, 0.15), angle=0.6), friction=0.4)
+    build.box(w, center=(0.3, 0.8), size=(0.4, 0.4), model="xpbd")
+    build.circle(w, center=(-0.6, 0.5), radius=0.2, model="xpbd")
+    build.box(w, center=(1.2, 0.5), size=(0.4, 0.4), model="springs")
+
+
+def _xpbd_mirrored(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    b = build.box(w, center=(0.0, 0.6), size=(0.5, 0.5), model="xpbd")
+    rows = w.store.particles.rows(w.body(b).particles)
+    w.store.particles.view("pos")[rows, 0] *= -1.0  # mirrored: inside out
+
+
+def _cubes3d(w: pysoft.World) -> None:
+    w.add_collider(pysoft.Plane((0.0, 1.0, 0.0), 0.0), friction=0.6)
+    for k, model in enumerate(("xpbd", "material")):
+        b = build.cube(w, center=(0.6 * k, 0.4, 0.0), size=0.3, cells=2, model=model)
+        if k == 0:
+            rows = w.store.particles.rows(w.body(b).particles)
+            w.store.particles.view("pos")[rows, 0] *= -1.0  # mirrored: inside out
 
 
 def _world(fill: Callable[[pysoft.World], Any], **args: Any) -> pysoft.World:
@@ -100,17 +139,10 @@ def _moving(w: pysoft.World) -> None:
     build.box(w, center=(0.0, 0.3), size=(0.5, 0.5))
 
 
-def _xpbd(w: pysoft.World) -> None:
-    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0))
-    build.box(w, center=(0.0, 0.3), size=(0.5, 0.5), model="xpbd")
-
-
 STAGED: dict[str, Callable[[], pysoft.World]] = {
     "a moving collider": lambda: _world(_moving),
-    "XPBD constraints": lambda: _world(_xpbd),
     "integrator verlet": lambda: _world(_moving, integrator="verlet"),
     "integrator rk4": lambda: scenes.boxes(100, integrator="rk4"),
-    "integrator xpbd": lambda: scenes.boxes(100, integrator="xpbd"),
     "on_instability clamp": lambda: scenes.boxes(100, on_instability="clamp"),
     "the NumPy backend": lambda: scenes.boxes(100, backend="python"),
 }

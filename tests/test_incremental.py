@@ -71,22 +71,26 @@ def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
             before, settled, recollided = _calls(counter), settle.runs, again.runs
             w.step()
             # the constraints' settle solve runs in the substeps where static friction holds a
-            # particle: its inverse masses, then 2 iterations x (distance + area) each time;
-            # then (and when the outline edges' contacts moved particles) the particles meet
-            # the colliders again
-            per_frame.append(_calls(counter) - before - 5 * (settle.runs - settled)
+            # particle: the multipliers zeroed (distance, area), then 2 iterations x (distance
+            # + area) each time; then (and when the outline edges' contacts moved particles)
+            # the particles meet the colliders again
+            per_frame.append(_calls(counter) - before - 6 * (settle.runs - settled)
                              - (again.runs - recollided))
         assert _binds(counter) == binds  # nothing rebinds in the steady state
         assert settle.runs > 0 and again.runs >= settle.runs  # the scene rests on its floor
     assert len(set(per_frame)) == 1, set(per_frame)
     if integrator == "symplectic_euler":
         # Per substep: gravity, well, springs, area springs (the spring box's), pressure,
-        # shape matching, integrate, 2 x (XPBD distance + XPBD area), untangle (the scene has
-        # area constraints), the spin pass's record and keep (around the solve), collide,
-        # outline edges against colliders (the scene's box has corners), body contacts,
-        # rolling resistance (the builders' bodies have it); once per frame: the instability
-        # scan.
-        assert per_frame[0] == w.substeps * 18 + 1
+        # shape matching, integrate, ``withheld`` and the multipliers (distance, area)
+        # zeroed, 2 x (XPBD distance + XPBD area), untangle (the scene has area
+        # constraints), the spin pass's record and keep (around the solve), collide, outline
+        # edges against colliders (the scene's box has corners), body contacts, the settle's
+        # inverse masses (it finds whether static friction holds a particle), rolling
+        # resistance (the builders' bodies have it); once per frame: the instability scan,
+        # and, on the C core, the frame's one foreign call (run_frame) that made them all.
+        one_call = backend == "c"
+        assert per_frame[0] == w.substeps * 22 + 1 + one_call
+        assert (counter["run_frame"] >= 100) == one_call
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

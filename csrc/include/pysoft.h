@@ -115,10 +115,11 @@ void ps_xpbd_material(double *pos, double *vel, double *withheld, double *lambda
                       const double *inv_mass, const int32_t *tets, const double *dm_inv,
                       const double *compliance, const int32_t *order,
                       const int32_t *batch_start, int m, int nbatch, int dim, double h);
-void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
+int ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
                     const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim);
+void ps_zero(double *values, int m);
 void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled,
                  const double *inv_mass, const double *support, const int32_t *owner,
                  const int32_t *simplices, const double *rest_volume, const int32_t *members,
@@ -191,7 +192,8 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
  * arguments in the kernel's order by kind (pointers p, ints i, doubles d), and when it runs:
  * `when` 0 every substep, 2 only on the last; `vary` >= 0 names an i[] slot set at every
  * substep (`vary_kind` 0: 1 on the first substep, else 0; 1: substep % 2); `after` >= 0
- * names an earlier op of the substep whose nonzero result this op waits on. `result` is the
+ * names an earlier op of the substep whose nonzero result this op waits on (`also` >= 0: or
+ * that of this other earlier op; -1: none). `result` is the
  * kernel's last return value (0 for a void kernel), `calls` how many times it ran.
  * Row groups (with threads > 1): consecutive ops of one `group` (>= 0; -1: none) treat
  * every particle row on its own, so each thread takes a range of the rows through all of
@@ -201,7 +203,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
  * make the op's: 0 none, 1 their sum, 2 the first row a range returns (-1: none). `nptr`
  * is the number of pointers in p[] (the kernel's arrays). */
 typedef struct {
-    int kernel, stage, when, vary, vary_kind, after;
+    int kernel, stage, when, vary, vary_kind, after, also;
     int64_t result, calls;
     void *p[48];
     int64_t i[16];

@@ -98,7 +98,8 @@
  *
  * The settle solve (after the collide pass) solves the constraints again with the
  * particles static friction holds in this substep immovable; ps_settle_mass gives it their
- * inverse masses: 0 for a particle that is `stuck` (collide.c, edges.c: static friction of
+ * inverse masses (and returns 1; with no particle stuck it writes nothing and returns 0: no
+ * settle this substep): 0 for a particle that is `stuck` (collide.c, edges.c: static friction of
  * a collider with friction > 0 undid its slip), inv_mass for the others; and 0 for every
  * member of a body held from opposite sides: two of its held members' supports (their last
  * contact normals this substep, nonzero where a collider held them) more than 120 degrees
@@ -171,6 +172,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 /* The share f of a distance correction's change du of the ends' relative velocity u (along
@@ -996,16 +998,26 @@ PS_INLINE int opposed(const double *support, const int32_t *rows, int count, int
     return 0;
 }
 
-void ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
-                    const double *inv_mass, const int32_t *members, const int32_t *body_start,
-                    const int32_t *body_count, int n, int b, int dim)
+int ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t *stuck,
+                   const double *inv_mass, const int32_t *members, const int32_t *body_start,
+                   const int32_t *body_count, int n, int b, int dim)
 {
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = stuck[i] != 0;
+    if (!any) return 0;  /* no settle this substep: nothing written */
     for (int i = 0; i < n; i++) settle_inv_mass[i] = stuck[i] ? 0.0 : inv_mass[i];
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         if (opposed(support, rows, body_count[j], dim))
             for (int e = 0; e < body_count[j]; e++) settle_inv_mass[rows[e]] = 0.0;
     }
+    return 1;
+}
+
+/* values[0 .. m) = 0: a substep's multipliers, and `withheld`, before the solve. */
+void ps_zero(double *values, int m)
+{
+    if (m > 0) memset(values, 0, (size_t)m * sizeof(double));
 }
 
 /* The body that owns all corners of simplex t (its owner, in [0, b)), or -1. */

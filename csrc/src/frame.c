@@ -4,12 +4,14 @@
  * Python to C and back, which costs a few microseconds a substep (more than all the passes
  * of a small body). When every pass of the frame is a kernel whose arguments do not change
  * between its substeps (the common case: no systems of the user's, no kinematic collider
- * moving, no XPBD constraints), the World hands the frame's calls to ps_run_frame as a list of
+ * moving, no integrator that evaluates the forces again), the World hands the frame's calls to ps_run_frame as a list of
  * ps_op, and it makes the same calls, in the same order, with the same arguments, for every
  * substep: the same bits as the stages. The few arguments that change with the substep (the
  * collide pass's "new contact report" on the first, the edge pass's direction on odd ones),
- * the scan that runs only on the last substep, and the collide-again pass that runs only
- * after the edges moved a particle, are described by each op (pysoft.h).
+ * the scan that runs only on the last substep, and the passes that run only after an earlier
+ * one of the substep returned nonzero (the collide-again pass after the edges' contacts or the
+ * settle moved a particle, the settle's solve after its inverse masses found a particle stuck),
+ * are described by each op (pysoft.h).
  *
  * The dispatch (one function per kernel unpacking p, i and d into its arguments, and the
  * names ps_op_names and argument kinds ps_op_scalars) is generated from this core's header
@@ -59,7 +61,9 @@ static double seconds_now(void)
 /* Whether op runs on substep s of `substeps` (and, if so, its varying count set). */
 static int runs(ps_op *const *ops, ps_op *op, int s, int substeps)
 {
-    if ((op->when == 2 && s != substeps - 1) || (op->after >= 0 && !ops[op->after]->result)) {
+    if ((op->when == 2 && s != substeps - 1)
+        || (op->after >= 0 && !ops[op->after]->result
+            && (op->also < 0 || !ops[op->also]->result))) {
         op->result = 0;  /* did not run this substep: nothing for an `after` to see */
         return 0;
     }

@@ -295,10 +295,14 @@ class _RecollideTerm:
         self.term.sweep(h)
 
     def ops(self, h: float) -> list[Op]:
-        """The sweep, in the substeps where the edges' contacts moved a particle (with no XPBD
-        constraints, nothing else does)."""
-        mover = self.term.ctx.pipeline.mover
-        return [] if mover is None else [self.term.op(h, "again", after=mover)]
+        """The sweep, in the substeps where the edges' contacts or the settle moved particles
+        (``pipeline.movers``: one or both)."""
+        movers = self.term.ctx.pipeline.movers
+        if not movers:
+            return []
+        op = self.term.op(h, "again", after=movers[0])
+        op.after, op.also = movers[0], (movers[1] if len(movers) > 1 else None)
+        return [op]
 
 
 class Colliders(Feature):

@@ -17,7 +17,7 @@ import numpy as np
 from pysoft import _validate
 from pysoft._coloring import Batches
 from pysoft._ecs import Column, RowView
-from pysoft._frame import Op
+from pysoft._frame import COLLIDE, CONSTRAINTS, Op, cached
 from pysoft._kernels import REGISTRY, Arg, Kernel, register
 from pysoft._store import Field
 from pysoft.features._feature import PROBE_H, Context, Feature
@@ -66,6 +66,7 @@ register(
             Arg("members", ("e",), np.int32), Arg("body_start", ("b",), np.int32),
             Arg("body_count", ("b",), np.int32)),
            ("n", "b", "dim"), (), ("settle_inv_mass",), check=check_ranges("members", any_dim=True)),
+    Kernel("zero", "constraints", (Arg("values", ("m",)),), ("m",), (), ("values",)),
     Kernel("untangle", "constraints",
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("tangled", ("b",), np.int32),
             Arg("inv_mass", _S), Arg("support", _P), Arg("owner", _S, np.int32),
@@ -134,6 +135,9 @@ class _Solver:
         self.links = Links(ctx, name, width, index, {
             **fields, "colour": Field((), np.int32), "slot": Field((), np.int32)}, MAX_CONSTRAINTS)
         self.table = T = self.links.table
+        # the multipliers, zeroed before each solve (``per`` of them a constraint)
+        self.per = int(np.prod(fields["lambda"].shape, dtype=np.int64))
+        self.zero = ctx.bind("zero", values=T.arrays["lambda"].reshape(-1))
         self.batches = Batches(T, ctx.store)
         a = ctx.store.particles.arrays
         rest_of = {**{f: T.arrays[f] for f in (index, *binds)}, "order": self.batches.plan_order,
@@ -151,11 +155,12 @@ class _Solver:
         """One sweep over the constraints (the settle solve's if ``settle``); ``follow`` 0:
         the velocities are left alone where the kernel can leave them (distances and volumes;
         the material kernel's always follow)."""
-        call = self.settle if settle else self.solve
-        if self.follows:
-            call(self.table.n, nbatch, dim, follow, h)
-        else:
-            call(self.table.n, nbatch, dim, h)
+        (self.settle if settle else self.solve)(*self.arguments(nbatch, dim, h, follow))
+
+    def arguments(self, nbatch: int, dim: int, h: float, follow: int) -> tuple[Any, ...]:
+        """A sweep's counts and scalars."""
+        m = self.table.n
+        return (m, nbatch, dim, follow, h) if self.follows else (m, nbatch, dim, h)
 
     def add(self, what: str, make: Any, ends: np.ndarray, rows: np.ndarray, **values: Any) -> list[int]:
         entities = self.links.add(what, make, ends, rows, **values)
@@ -178,6 +183,8 @@ class _ConstraintTerm:
     def __init__(self, ctx: Context, solvers: tuple[_Solver, ...], untangle: _UntangleTerm,
                  spin: _SpinTerm) -> None:
         self.ctx, self.solvers, self.untangle, self.spin = ctx, solvers, untangle, spin
+        self.P = P = ctx.store.particles
+        self.zero = ctx.bind("zero", values=P.arrays["withheld"].reshape(-1))
 
     def live(self) -> list[_Solver]:
         """The solvers that have constraints."""
@@ -187,8 +194,7 @@ class _ConstraintTerm:
         live = self.live()
         if not live:
             return
-        P = self.ctx.store.particles
-        P.arrays["withheld"][: P.n] = 0.0
+        self.zero(self.P.n * self.ctx.dim)
         self.untangle.run(h)
         mode = self.spin.mode(self.positions_only(False))
         if mode != 2:
@@ -196,27 +202,46 @@ class _ConstraintTerm:
         self.sweep(live, h, settle=False)
         self.spin.keep(h, mode)
 
-    def ops(self, h: float) -> list[Op] | None:
-        return None if self.constrained() else []  # the substep's multipliers are zeroed from Python
-
-    def constrained(self) -> bool:
-        """Whether a solver has constraints."""
-        # a loop, not any() over a generator: asked twice a frame, and the generator costs more
-        for s in self.solvers:  # noqa: SIM110
-            if s.table.n:
-                return True
-        return False
+    def ops(self, h: float) -> list[Op]:
+        """``run``'s calls."""
+        live = self.live()
+        if not live:
+            return []
+        ops = [cached(self, "withheld", self.zero, CONSTRAINTS).set(self.P.n * self.ctx.dim),
+               *self.untangle.ops(h)]
+        mode = self.spin.mode(self.positions_only(False))
+        if mode != 2:
+            ops += self.spin.record_ops()
+        return [*ops, *self.sweep_ops(live, h), *self.spin.keep_ops(h, mode)]
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
         plans = []
         for s in live:  # multipliers accumulate over one substep's iterations
             plans.append(s.batches.plan(s.links.index))
-            s.table.arrays["lambda"][: s.table.n] = 0.0
+            s.zero(s.table.n * s.per)
         dim = self.ctx.dim
         follow = int(not self.positions_only(settle))
         for _ in range(self.ctx.settings._constraint_iterations if live else 0):
             for s, nbatch in zip(live, plans, strict=True):
                 s.run(nbatch, dim, h, settle, follow)
+
+    def sweep_ops(self, live: list[_Solver], h: float, after: Op | None = None) -> list[Op]:
+        """``sweep``'s calls: the main solve's, or (``after``: the settle_mass op, whose
+        result says whether it runs) the settle solve's."""
+        settle = after is not None
+        key, stage = ("settle", COLLIDE) if settle else ("solve", CONSTRAINTS)
+        ops, plans = [], []
+        for s in live:
+            plans.append(s.batches.plan(s.links.index))
+            ops.append(cached(s, "zero_" + key, s.zero, stage, after=after).set(s.table.n * s.per))
+        dim = self.ctx.dim
+        follow = int(not self.positions_only(settle))
+        for k in range(self.ctx.settings._constraint_iterations):
+            for s, nbatch in zip(live, plans, strict=True):
+                call = s.settle if settle else s.solve
+                op = cached(s, f"{key}{k}", call, stage, after=after)
+                ops.append(op.set(*s.arguments(nbatch, dim, h, follow)))
+        return ops
 
     def positions_only(self, settle: bool) -> bool:
         """Whether the sweep can leave the velocities alone: the main solve (not the settle)
@@ -257,12 +282,30 @@ class _SettleTerm:
 
     def __init__(self, ctx: Context, term: _ConstraintTerm) -> None:
         self.ctx, self.term, self.P = ctx, term, ctx.store.particles
-        self.runs = 0  # substeps in which it solved (for the kernel-call accounting in the tests)
+        self.staged = 0  # substeps in which it solved in the stages
+        self.firsts: dict[int, Op] = {}  # the first op of each settle solve a frame in one call made
         self.mass: Callable[..., Any] | None = None  # the settle_mass kernel, bound at first use
         self.bodies: Any = None
 
-    def ops(self, h: float) -> list[Op] | None:
-        return None if self.term.constrained() else []
+    @property
+    def runs(self) -> int:
+        """Substeps in which it solved, in the stages or in a frame's one call (for the
+        kernel-call accounting in the tests)."""
+        return self.staged + sum(int(op.c.calls) for op in self.firsts.values())
+
+    def ops(self, h: float) -> list[Op]:
+        """``run``'s calls: settle_mass every substep, the solve after it where it found a
+        particle stuck (its op is ``pipeline.settler`` and one of ``pipeline.movers``)."""
+        live = self.term.live()
+        if not (live and self.ctx.store.colliders.n):
+            return []
+        mass = cached(self, "mass", self.bound(), COLLIDE).set(self.P.n, self.bodies.n, self.ctx.dim)
+        pipeline = self.ctx.pipeline
+        pipeline.movers.append(mass)
+        pipeline.settler = mass
+        ops = self.term.sweep_ops(live, h, after=mass)
+        self.firsts[id(ops[0])] = ops[0]
+        return [mass, *ops]
 
     def bound(self) -> Callable[..., Any]:
         """The settle_mass kernel, bound on first use (the first frame): the bodies' table is
@@ -282,10 +325,9 @@ class _SettleTerm:
         live = self.term.live()
         if not (live and self.ctx.store.colliders.n):
             return
-        if not P.view("stuck").any():
+        if not mass(P.n, self.bodies.n, self.ctx.dim):  # no particle stuck
             return
-        mass(P.n, self.bodies.n, self.ctx.dim)
-        self.runs += 1
+        self.staged += 1
         self.term.sweep(live, h, settle=True)
         self.ctx.pipeline.moved = self.ctx.pipeline.settled = True
 
@@ -320,8 +362,15 @@ class _UntangleTerm:
         self.call: Callable[..., Any] | None = None
         self.bodies: Any = None
 
-    def ops(self, h: float) -> list[Op] | None:
-        return None if self.volumes.table.n else []
+    def ops(self, h: float) -> list[Op]:
+        """``run``'s call (the constraint term's)."""
+        m = self.volumes.table.n
+        if not m:
+            return []
+        call = self.bound()
+        if not self.bodies.n:
+            return []
+        return [cached(self, "untangle", call, CONSTRAINTS).set(self.P.n, m, self.bodies.n, self.ctx.dim, h)]
 
     def bound(self) -> Callable[..., Any]:
         """The untangle kernel, bound on first use (the bodies' table is made after this
@@ -415,6 +464,14 @@ class _SpinTerm:
             self.links()
             record(self.P.n, self.bodies.n, self.ctx.dim)
 
+    def record_ops(self) -> list[Op]:
+        """``record``'s call."""
+        record, _ = self.bound()
+        if not self.bodies.n:
+            return []
+        self.links()
+        return [cached(self, "record", record, CONSTRAINTS).set(self.P.n, self.bodies.n, self.ctx.dim)]
+
     def mode(self, positions_only: bool) -> int:
         """spin_keep's mode: 0 velocities, 1 integrator "xpbd" (through ``withheld``), 2 its
         positions-only solve (3D), which leaves the velocities as the solve found them: the
@@ -430,6 +487,13 @@ class _SpinTerm:
         _, keep = self.bound()
         if self.bodies.n:
             keep(self.P.n, self.bodies.n, self.ctx.dim, mode, h)
+
+    def keep_ops(self, h: float, mode: int) -> list[Op]:
+        """``keep``'s call."""
+        _, keep = self.bound()
+        if not self.bodies.n:
+            return []
+        return [cached(self, "keep", keep, CONSTRAINTS).set(self.P.n, self.bodies.n, self.ctx.dim, mode, h)]
 
 
 class Constraints(Feature):

@@ -141,11 +141,17 @@ class _ContactTerm:
         if (args := self.arguments(h)) is not None:
             self.call(*args)
 
-    def frame_start(self, h: float) -> bool:
+    def frame_start(self, h: float) -> tuple[bool, bool]:
         """A one-call frame's first substep: a new report; whether there is a call (it reads
-        body 0's flags)."""
+        body 0's flags), and whether the pass after a settle may run (``selfish``)."""
         self.first_substep()
-        return self.arguments(h) is not None
+        return self.arguments(h) is not None, self.selfish()
+
+    def selfish(self) -> bool:
+        """Whether a body collides with itself in a 3D world (the pass after a settle runs
+        then: ``_RecontactTerm``)."""
+        B = self.B
+        return bool(self.ctx.dim == 3 and B.n and (B.arrays["flags"][: B.n] & SELF).any())
 
     def watched(self) -> list[np.ndarray]:
         """What ``frame_start`` reads besides the rows and the settings: the bodies' flags."""
@@ -175,23 +181,28 @@ class _RecontactTerm:
 
     def __init__(self, term: _ContactTerm) -> None:
         self.term = term
-        self.runs = 0  # substeps in which it ran (for the tests)
+        self.staged = 0  # substeps in which it ran in the stages
+
+    @property
+    def runs(self) -> int:
+        """Substeps in which it ran, in the stages or in a frame's one call (for the tests)."""
+        op = self.__dict__.get("_op_again")
+        return self.staged + (0 if op is None else int(op.c.calls))
 
     def run(self, h: float) -> None:
         term = self.term
-        if not (term.ctx.pipeline.settled and term.ctx.dim == 3):
-            return
-        B = term.B
-        if not (B.arrays["flags"][: B.n] & SELF).any():
+        if not (term.ctx.pipeline.settled and term.selfish()):
             return
         if (args := term.arguments(h)) is not None:
-            self.runs += 1
+            self.staged += 1
             term.call(*args)
 
     def ops(self, h: float) -> list[Op]:
-        """Nothing: a settle solves only with XPBD constraints, which a frame in one call
-        never has."""
-        return []
+        """The call, in the substeps where the settle solved (``pipeline.settler``)."""
+        term, settler = self.term, self.term.ctx.pipeline.settler
+        if settler is None or not term.selfish() or (args := term.arguments(h)) is None:
+            return []
+        return [cached(self, "again", term.call, COLLIDE, after=settler).set(*args)]
 
 
 class BodyCollisions(Feature):

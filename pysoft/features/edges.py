@@ -110,7 +110,7 @@ class _EdgeTerm:
         s = self.ctx.settings
         op = cached(self, "edges", self.call, COLLIDE, vary=6, vary_kind=PARITY).set(
             *self.counts(), s._contact_iterations, 0, h, s._restitution_threshold)
-        self.ctx.pipeline.mover = op
+        self.ctx.pipeline.movers.append(op)
         return [op]
 
 

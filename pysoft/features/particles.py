@@ -17,7 +17,7 @@ import numpy as np
 
 from pysoft import _validate
 from pysoft._ecs import Bits, Column, RowView, Vector
-from pysoft._frame import FINISH, INTEGRATE, LAST, Op, cached
+from pysoft._frame import CONSTRAINTS, FINISH, INTEGRATE, LAST, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import FORCE_STATES, InstabilityError, Pipeline
 from pysoft._replay import Origin
@@ -155,9 +155,17 @@ class Integrators:
 
     def ops(self, h: float) -> list[Op] | None:
         kind = self.ctx.settings._integrator
-        if kind not in ("symplectic_euler", "explicit_euler"):  # evaluate forces again, or XPBD's
+        if kind == "xpbd":
+            kind = "xpbd_predict"
+        elif kind not in ("symplectic_euler", "explicit_euler"):  # evaluate forces again
             return None
         return [cached(self, kind, getattr(self, kind), INTEGRATE).set(self.P.n, self.ctx.dim, h)]
+
+    def velocity_ops(self, h: float) -> list[Op]:
+        """``velocity_from_positions``'s call, under integrator "xpbd" (after the constraints)."""
+        if self.ctx.settings._integrator != "xpbd":
+            return []
+        return [cached(self, "velocity", self.xpbd_velocity, CONSTRAINTS).set(self.P.n, self.ctx.dim, h)]
 
     def probes(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         n, dim, h = self.P.n, self.ctx.dim, PROBE_H

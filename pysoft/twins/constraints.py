@@ -205,13 +205,21 @@ def _opposed(support: F64, members: I32, body_start: I32, body_count: I32, n: in
 def settle_mass(
     settle_inv_mass: F64, support: F64, stuck: I32, inv_mass: F64, members: I32,
     body_start: I32, body_count: I32, n: int, b: int, dim: int,
-) -> None:
+) -> int:
     """The settle solve's inverse masses: 0 where static friction holds the particle (stuck)
-    and for every member of a body held from opposite sides, inv_mass elsewhere
-    (constraints.c)."""
+    and for every member of a body held from opposite sides, inv_mass elsewhere; 1, or 0
+    with nothing written when no particle is stuck (constraints.c)."""
+    if not stuck[:n].any():
+        return 0
     settle_inv_mass[:n] = np.where(stuck[:n] != 0, 0.0, inv_mass[:n])
     for j in _opposed(support, members, body_start, body_count, n, b, dim).tolist():
         settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
+    return 1
+
+
+def zero(values: F64, m: int) -> None:
+    """values[:m] = 0 (constraints.c)."""
+    values[:m] = 0.0
 
 
 def untangle(
