@@ -628,6 +628,7 @@ class Constraints(Feature):
                                                     False, int(not self.term.positions_only(False))))
             for s in self.solvers}
         probes["settle_mass"] = (n, lambda: self.settle.bound()(n, self.settle.bodies.n, dim))
+        probes["zero"] = (n * dim, functools.partial(self.term.zero, n * dim))
         m = self.volumes.table.n
         probes["untangle"] = (m, lambda: self.untangle.bound()(n, m, self.untangle.bodies.n, dim, PROBE_H))
         record, keep = self.spin.bound()
