@@ -50,7 +50,8 @@ def cdef_text(header: pathlib.Path = HEADER) -> str:
 # The kernels ps_run_frame may call: every function of the header but these (the environments'
 # kernels take per-world pointers: pysoft.envs calls them, tests/test_envs.py holds their twins)
 NOT_OPS = ("compile_flags", "cpu_has_x86_64_v3", "reference_springs", "reference_steps", "run_frame",
-           "run_worlds", "runner_post", "runner_wait", "runner_free", "walkers_drive", "walkers_observe")
+           "run_worlds", "lane_worlds", "runner_post", "runner_wait", "runner_free", "walkers_drive",
+           "walkers_observe")
 PROTOTYPE = re.compile(r"\b(void|int)\s+ps_(\w+)\(([^)]*)\);")
 
 

@@ -11,10 +11,11 @@ ways frame by frame). A term that cannot (its ``ops`` returns None) sends the fr
 stages. A call that runs only where an earlier one of its substep returned nonzero waits on it
 (``after``, or ``also`` on either of two): the particles against the colliders again where
 the edges' contacts or the constraints' settle moved particles, the settle's solve where its
-inverse masses found a particle static friction holds. The terms that do a first substep's work each frame and decide from the arrays'
-values whether they call (the colliders, the body contacts, rolling resistance) do it in
-``frame_start(h)``, every frame; the others are asked for their ops again only when h, the
-tables' rows or the settings changed, or a ``frame_start`` answered otherwise: in between,
+inverse masses found a particle static friction holds. The terms that do a first substep's
+work each frame and decide from the arrays' values whether they call (the colliders, the body
+contacts, rolling resistance) do it in ``frame_start(h)``, every frame; the others are asked
+for their ops again only when h, the tables' rows or the settings changed, or a
+``frame_start`` answered otherwise: in between,
 the frame reuses the calls it made (a 100-particle world's step 5.0 µs against 9.3 when
 every term was asked each frame). With several threads, the ops whose kernels treat each
 particle row on its own (``Kernel.rows``) and follow each other form a group that each
@@ -136,7 +137,38 @@ class Frame:
         # the world's next frame may resume from its last one in C (``resumed``)
         self.watch: list[tuple[Any, Any]] = []
         self.resumes = False  # whether the calls can be continued from a later call
-        self.resumable = False  # whether the last frame ran them and nothing ran since
+        self._resumable = False  # whether the last frame ran them and nothing ran since
+        self._lane = False  # whether ``arm`` set the world's lane (C may have cleared it since)
+        w, settings = self.world, pipeline.settings
+        self.shared = (ffi.from_buffer("int64_t[]", clock.shared),
+                       ffi.from_buffer("int64_t[]", settings._shared),
+                       ffi.from_buffer("double[]", pipeline._time))
+        w.versions[0], w.versions[1], w.versions[2] = self.shared[0], self.shared[0] + 1, self.shared[1]
+        w.time = self.shared[2]
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the last frame ran the calls in C and nothing ran since (set False, it
+        clears the world's lane)."""
+        return self._resumable
+
+    @resumable.setter
+    def resumable(self, value: bool) -> None:
+        self._resumable = value
+        if not value and self._lane:
+            self.world.lane, self._lane = 0, False
+
+    def arm(self, features: Any, settings: Any) -> None:
+        """After a frame ``resumable``: set the world's lane (``ps_lane_worlds``, pysoft.many)
+        when nothing of Python's runs after its frames (``features.repeats()``) and no kernel
+        call is counted, armed with the versions of the plan its calls were made for (the
+        Store's rows and edits, the settings' changes) and its frame's length."""
+        if not self._resumable or self.counted or not features.repeats():
+            return
+        w = self.world
+        w.armed[0], w.armed[1], w.armed[2] = self.plan[2], self.clock.edits, self.plan[3]
+        w.dt = min(settings._dt, settings._max_dt)
+        w.lane, self._lane = 1, True
 
     def kept(self, substeps: int) -> tuple[tuple[str, str], ...]:
         """The particles' fields (field, record) whose start a frame of ``substeps`` records as

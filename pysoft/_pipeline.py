@@ -24,6 +24,7 @@ which the terms read.
 
 from __future__ import annotations
 
+from array import array
 from enum import IntEnum
 from time import perf_counter
 from typing import Any, Generic, Protocol, TypeVar
@@ -90,7 +91,18 @@ class Settings:
     _body_contact_iterations: int
     _threads: int
     dim: int
-    _changes = 0  # the checked assignments so far (pysoft._validate.Checked counts them)
+
+    def __init__(self) -> None:
+        self._shared = array("q", [0])  # _changes, where C reads it (step_many's lane)
+
+    @property
+    def _changes(self) -> int:
+        """The checked assignments so far (pysoft._validate.Checked counts them)."""
+        return self._shared[0]
+
+    @_changes.setter
+    def _changes(self, value: int) -> None:
+        self._shared[0] = value
 
     dt = _validate.Checked(lambda n, v: _validate.at_least(n, v, MIN_DT),
                            "Default frame length (s) of ``step()``, at least MIN_DT.")
@@ -236,7 +248,16 @@ class Pipeline:
         self.finish: list[SubstepTerm] = []
         self.substep = 0  # index of the running substep within the frame
         self.unstable = -1  # the row the frame-end scan found unstable (-1: none)
-        self.time = 0.0  # simulated seconds before this frame
+        self._time = array("d", [0.0])  # ``time``, where C advances it (step_many's lane)
+
+    @property
+    def time(self) -> float:
+        """Simulated seconds before this frame."""
+        return self._time[0]
+
+    @time.setter
+    def time(self, value: float) -> None:
+        self._time[0] = value
 
     @property
     def last_substep(self) -> bool:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import mmap
 import sys
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -114,12 +115,23 @@ def _reserve(nbytes: int) -> np.ndarray:
 class Clock:
     """The Store-wide change counter that every table of a Store advances."""
 
-    __slots__ = ("edits", "fields", "value")
+    __slots__ = ("edits", "fields", "shared", "value")
 
     def __init__(self) -> None:
         self.value = 0
         self.edits = 0  # the tables' edits (Table.edited), all together
         self.fields = 0  # fields placed in the Store's tables so far (see _stagger)
+        self.shared = array("q", [0, 0])  # value and edits where C reads them (step_many's lane)
+
+    def tick(self) -> None:
+        """A change of a table's rows."""
+        self.value += 1
+        self.shared[0] = self.value
+
+    def edit(self) -> None:
+        """A counted write through a component (``Table.edited``)."""
+        self.edits += 1
+        self.shared[1] = self.edits
 
 
 def _big(fields: dict[str, Field], rows: int) -> bool:
@@ -158,7 +170,7 @@ class Table:
         """Count a write through a component that a feature counts (``edits``, and the
         clock's)."""
         self.edits += 1
-        self.clock.edits += 1
+        self.clock.edit()
 
     def _place(self, raw: np.ndarray) -> None:
         """Lay the fields out in ``raw`` (the table's reservation)."""
@@ -186,7 +198,7 @@ class Table:
     def changed(self) -> None:
         """Record a change of this table's rows (advances its version and the Store's)."""
         self.version += 1
-        self.clock.value += 1
+        self.clock.tick()
 
     def room(self, count: int, what: str = "") -> None:
         """Raise :class:`CapacityError` unless ``count`` more rows fit."""

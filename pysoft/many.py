@@ -54,16 +54,18 @@ class StepManyError(RuntimeError):
         self.errors = errors
 
 
-def _claimed(worlds: Any) -> tuple[list[World], list[int]]:
+def _claimed(worlds: Any) -> tuple[list[World], list[int], list[int]]:
     """The worlds as a list, each a distinct open World held for this thread (ValueError naming
     the first that is not one, ConcurrentUseError for one another thread holds: then none is
-    held), and the indices of those whose frames the C core runs (the others are the NumPy
-    backend's or have systems of the user's). The caller releases them."""
+    held), the indices of those whose frames the C core runs (the others are the NumPy
+    backend's or have systems of the user's), and of those among them in the lane (``_lane``;
+    esper deleted nothing of theirs). The caller releases them."""
     if isinstance(worlds, (str, bytes)) or not isinstance(worlds, Sequence):
         raise ValueError(f"worlds must be a list of pysoft.World, got {type(worlds).__name__}")
     seen: dict[int, int] = {}
     held: list[World] = []
     batched: list[int] = []
+    lane: list[int] = []
     try:
         for i, w in enumerate(worlds):
             if not isinstance(w, World):
@@ -76,13 +78,16 @@ def _claimed(worlds: Any) -> tuple[list[World], list[int]]:
             seen[id(w)] = i
             guard.claim("step_many")
             held.append(w)
-            if w._frame is not None and w._systems == w._stages:
+            frame = w._frame
+            if frame is not None and w._systems == w._stages:
                 batched.append(i)
+                if frame._lane and w._ecs.intact():
+                    lane.append(i)
     except BaseException:
         for w in held:
             w._guard.release()
         raise
-    return held, batched
+    return held, batched, lane
 
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
@@ -101,10 +106,10 @@ def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> 
     raised what."""
     frames = _validate.integer("frames", frames, 0, 2**31 - 1)
     threads = _validate.integer("threads", threads, 1, MAX_THREADS)
-    held, batched = _claimed(worlds)
+    held, batched, lane = _claimed(worlds)
     released = _Released(held)
     try:
-        errors = _run(held, batched, frames, threads, released)
+        errors = _run(held, batched, lane, frames, threads, released)
     finally:
         released.rest()
     if errors:
@@ -149,10 +154,11 @@ def _steps(w: World, frames: int) -> None:
 CHUNK = 16
 
 
-def _run(worlds: list[World], batched: list[int], frames: int, threads: int,
+def _run(worlds: list[World], batched: list[int], lane: list[int], frames: int, threads: int,
          release: _Released) -> dict[int, BaseException]:
-    """Step the worlds (those of ``batched``, indices, in calls of the C core), letting go of
-    each when its frames are done; the exceptions of those that raised, by index."""
+    """Step the worlds (those of ``batched``, indices, in calls of the C core: first those of
+    ``lane`` in one, ``_lane``), letting go of each when its frames are done; the exceptions
+    of those that raised, by index."""
     errors: dict[int, BaseException] = {}
     if not frames:
         return errors
@@ -163,17 +169,52 @@ def _run(worlds: list[World], batched: list[int], frames: int, threads: int,
             if error is not None:
                 errors[i] = error
             release(i)
+    left = dict.fromkeys(batched, frames)
+    if lane:
+        _lane(worlds, lane, left, threads, errors, release)
+        batched = list(left)
     if frames == 1 and threads > 1 and len(batched) > CHUNK:
         batched = _run_overlapped(worlds, batched, threads, errors, release)
     for k in range(0, len(batched), CHUNK):
-        _run_chunk(worlds, batched[k:k + CHUNK], frames, threads, errors, release)
+        _run_chunk(worlds, {i: left[i] for i in batched[k:k + CHUNK]}, threads, errors, release)
     return errors
 
 
-def _run_chunk(worlds: list[World], chunk: list[int], frames: int, threads: int,
+def _lane(worlds: list[World], lane: list[int], left: dict[int, int], threads: int,
+          errors: dict[int, BaseException], release: _Released) -> None:
+    """The worlds ``lane`` (indices) whose last frame ran in C, with nothing of Python's to do
+    around their frames (``Frame.arm``), continue from it in one call of the C core
+    (``ps_lane_worlds``): C checks what ``_resumed`` checks in Python (their lane, set by Python
+    after a frame and cleared by any Python start of one; the Store's rows and edits and the
+    settings unchanged since it was set) and advances their time as ``step()`` would. Each
+    world that ran its frames leaves ``left`` (index: frames to go) and is let go; one that
+    tried ends in Python (``_continued``: a watched value had changed, or a scan found an
+    unstable particle); the others stay in ``left`` for Python to start."""
+    ffi, lib = _native.require()
+    frames = left[lane[0]]
+    status = ffi.new("int32_t[]", len(lane))
+    lib.ps_lane_worlds(ffi.new("ps_world *[]", [worlds[i]._frame.world for i in lane]),  # type: ignore[union-attr]
+                       len(lane), frames, threads, status)
+    for k, i in enumerate(lane):
+        state = status[k]
+        if state == 1:
+            del left[i]
+            release(i)
+        elif state == 2:
+            w = worlds[i]
+            w.pipeline.unstable, w._stepping = -1, True
+            ran, error = _attempt(functools.partial(_continued, w, w._frame.world))  # type: ignore[union-attr]
+            left[i] = frames - (ran or 0)
+            if error is not None:
+                errors[i] = error
+            if error is not None or left[i] <= 0:
+                del left[i]
+                release(i)
+
+
+def _run_chunk(worlds: list[World], left: dict[int, int], threads: int,
                errors: dict[int, BaseException], release: _Released) -> None:
-    """Step the worlds ``chunk`` (indices) by ``frames``, their passes in ps_run_worlds calls."""
-    left = dict.fromkeys(chunk, frames)
+    """Step the worlds of ``left`` (index: frames to go), their passes in ps_run_worlds calls."""
     while left:
         batch = _started(worlds, left, errors, release)
         if batch.runs:
@@ -357,6 +398,7 @@ class _Pending:
             _advance(w.pipeline, self.dt, ran - 1)
             error = w._diagnose(self.h, self.systems)
             frame.resumable = frame.resumes and w.pipeline.unstable < 0
+            frame.arm(w._features, w._settings)
         finally:
             w._stepping = False
         w._end(self.dt, error, self.systems, frame.seconds)

@@ -1,7 +1,7 @@
 """A frame in one call of the C core (``pysoft._frame``, ``csrc/src/frame.c``) is the frame
 the stages run, bit for bit, with the same kernel calls; and worlds that need the stages
 (a system of the user's, a moving collider, integrators that evaluate the forces again,
-``on_instability="clamp"``) still get them.""" 
+``on_instability="clamp"``) still get them."""
 
 from __future__ import annotations
 

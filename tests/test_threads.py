@@ -507,6 +507,103 @@ def test_step_many_reports_the_world_that_raised_and_completes_the_others(backen
     assert [state(w) for w in worlds] == [state(w) for w in twins]
 
 
+def _starts(monkeypatch: pytest.MonkeyPatch) -> list[pysoft.World]:
+    """The worlds whose frames step_many starts in Python from now on (a list that grows): it
+    begins them (``_Pending.start``), or continues them from their last frame in C after a
+    look in Python (``_resumed``)."""
+    from pysoft import many
+
+    started: list[pysoft.World] = []
+    start, resumed = many._Pending.start, many._resumed
+
+    def counted_start(w: pysoft.World, frames: int) -> Any:
+        started.append(w)
+        return start(w, frames)
+
+    def counted_resumed(w: pysoft.World, frames: int) -> Any:
+        started.append(w)
+        return resumed(w, frames)
+
+    monkeypatch.setattr(many._Pending, "start", counted_start)
+    monkeypatch.setattr(many, "_resumed", counted_resumed)
+    return started
+
+
+def _small(i: int) -> pysoft.World:
+    w = pysoft.World()
+    w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+    build.box(w, center=(0.01 * i, 0.5), size=(0.3, 0.3), cells=(3, 3), model="xpbd" if i % 2 else "springs")
+    return w
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_python(
+        monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """Worlds whose last frame step_many ran in C and that nothing changed since continue in C
+    (the lane: no Python start); a changed setting, a changed row, a counted edit, an esper
+    deletion behind pysoft's back or a step() of the world's own sends that world alone
+    through Python; every world stays bit for bit what a loop of step() makes of it."""
+    many, loop = [_small(i) for i in range(6)], [_small(i) for i in range(6)]
+
+    def both(frames: int) -> None:
+        pysoft.step_many(many, frames, threads=threads)
+        for w in loop:
+            for _ in range(frames):
+                w.step()
+        assert [state(w) for w in many] == [state(w) for w in loop]
+
+    both(1)  # (started in Python: then armed)
+    started = _starts(monkeypatch)
+    both(1)
+    both(3)
+    assert started == []
+
+    def delete_through_esper(w: pysoft.World) -> None:
+        with w._ecs.entered():
+            esper.delete_entity(int(w.particles[-1]))
+
+    def edit(w: pysoft.World) -> None:
+        spring = w.store.springs.view("entity")[0]
+        w.spring(int(spring)).max_strain = 1e6
+
+    changes: list[Callable[[pysoft.World], Any]] = [
+        lambda w: setattr(w, "drag", 0.25), lambda w: w.add_particle((3.0, 3.0)), edit,
+        delete_through_esper, lambda w: w.step()]
+    for k, change in enumerate(changes):
+        change(many[k])
+        change(loop[k])
+        # (from the edit on, world 2 has a spring that may tear: Python after every frame)
+        tearing = {id(many[2])} if k >= 2 else set()
+        both(1)
+        assert {id(w) for w in started} == {id(many[k])} | tearing, k
+        started.clear()
+        both(2)  # (armed again)
+        assert {id(w) for w in started} == tearing, k
+        started.clear()
+
+
+def test_a_world_in_step_manys_lane_that_goes_unstable_raises_as_its_step_would() -> None:
+    """A world continued in C whose particle is set to a non-finite velocity between calls:
+    step_many reports the InstabilityError its own step() raises, at the same frame."""
+    worlds, twins = [_small(0), _small(1)], [_small(0), _small(1)]
+    pysoft.step_many(worlds, 2)
+    for w in twins:
+        w.step()
+        w.step()
+    for w in (worlds[1], twins[1]):
+        w.velocities[3] = (math.nan, 0.0)
+    with pytest.raises(pysoft.StepManyError) as info:
+        pysoft.step_many(worlds, 3)
+    twins[0].step(), twins[0].step(), twins[0].step()
+    with pytest.raises(pysoft.InstabilityError) as alone:
+        twins[1].step()
+    error = info.value.errors[1]
+    assert set(info.value.errors) == {1}
+    assert (str(error).replace(str(error.entity), "E")
+            == str(alone.value).replace(str(alone.value.entity), "E"))
+    assert [state(w) for w in worlds] == [state(w) for w in twins]
+
+
 def test_step_many_checks_everything_before_stepping() -> None:
     a, b = pysoft.World(), pysoft.World()
     pa = a.add_particle((0.0, 1.0))

@@ -240,8 +240,23 @@ typedef struct {
     ps_copy *between, *watch;
     int nbetween, nwatch, resume, scan, frames, ran;
     int64_t found;  /* after the run: what the scan op returned in the last frame run (-1: none) */
+    /* ps_lane_worlds: `lane` 1 while the world may continue from its last frame in C with nothing
+     * of Python's to do around its frames, as long as `versions` (its Store's row changes and
+     * edits, its settings' changes: live) still hold `armed`; its time in *time, advanced by
+     * `dt` a frame. */
+    int lane;
+    const int64_t *versions[3];
+    int64_t armed[3];
+    double *time, dt;
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);
+/* frame.c: step_many's lane. Each world whose `lane` is set and whose versions hold what it
+ * was armed with runs `frames` frames continuing from its last one (resume, as ps_run_worlds);
+ * status[k]: 1 it ran them all and found nothing unstable (its time advanced, frame by frame),
+ * 2 it tried (`ran` -1: a watched value changed; or a scan found an unstable particle: `ran`
+ * frames ran, its time not advanced; `lane` cleared), 0 it did not run. Worlds handed to up
+ * to `threads` threads, each world on one. */
+void ps_lane_worlds(ps_world **worlds, int count, int frames, int threads, int32_t *status);
 /* frame.c: a thread of its own that runs ps_run_worlds while the caller goes on (step_many's
  * Python work on one list of worlds overlaps the frames of the next). ps_runner_new starts
  * it (NULL where there are no threads, or starting one failed); ps_runner_post hands it

@@ -240,7 +240,27 @@ typedef struct {
     ps_world **worlds;
     int count;
     int next;  /* the next world a thread takes */
+    int frames;  /* ps_lane_worlds: the frames each world runs, and (not NULL) its status */
+    int32_t *status;
 } WorldsTask;
+
+/* World w in step_many's lane (ps_lane_worlds): its status. */
+static int32_t lane_world(ps_world *w, int frames)
+{
+    if (!w->lane) return 0;
+    for (int k = 0; k < 3; k++)
+        if (*w->versions[k] != w->armed[k]) return 0;
+    w->frames = frames, w->resume = 1;
+    run_world(w);
+    if (w->ran < 0 || w->found >= 0) {
+        w->lane = 0;
+        return 2;
+    }
+    double t = *w->time;  /* as step() adds a frame's length, one frame at a time */
+    for (int f = 0; f < w->ran; f++) t += w->dt;
+    *w->time = t;
+    return 1;
+}
 
 /* Each thread takes the next world not yet taken until none is left: a world's frames run
  * on one thread, whichever it is, so they are the same bits as its own step(). */
@@ -256,13 +276,20 @@ static void worlds_part(void *args, int part, int parts)
 #endif
         if (k >= t->count) break;
         if (k + 1 < t->count) prefetch_world(t->worlds[k + 1]);
-        run_world(t->worlds[k]);
+        if (t->status) t->status[k] = lane_world(t->worlds[k], t->frames);
+        else run_world(t->worlds[k]);
     }
 }
 
 void ps_run_worlds(ps_world **worlds, int count, int threads)
 {
-    WorldsTask t = {worlds, count, 0};
+    WorldsTask t = {worlds, count, 0, 0, NULL};
+    ps_pool_run(worlds_part, &t, threads < count ? threads : count);
+}
+
+void ps_lane_worlds(ps_world **worlds, int count, int frames, int threads, int32_t *status)
+{
+    WorldsTask t = {worlds, count, 0, frames, status};
     ps_pool_run(worlds_part, &t, threads < count ? threads : count);
 }
 
