@@ -17,7 +17,9 @@ continues from it at the next call (``_resumed``): when neither the plan of its 
 Python start of its first frame is also the copies and fills C makes between frames, and C
 checks that the values that start reads (the colliders' velocities and dampings, the bodies'
 flags and rolling resistances) are still those it read; if one changed, the world starts
-from Python again. The other worlds (the NumPy backend, or systems of the user's, which run
+from Python again. Such worlds with nothing of Python's to do around their frames (the lane,
+``_lane``) are checked in C as well, all in one call: the Store's rows and counted edits and the
+settings, as Python armed them (``Frame.arm``). The other worlds (the NumPy backend, or systems of the user's, which run
 Python inside the frame) are stepped on the calling thread in list order.
 """
 
