@@ -131,6 +131,18 @@ def _drop_context(name: str) -> None:
         esper._context_map.pop(name, None)
 
 
+def intact(context: str, counts: dict[type, int]) -> bool:
+    """``Ecs.intact`` of the Ecs of ``context`` whose components number ``counts`` (by kind)."""
+    tables = esper._context_map[context]
+    if tables[3]:  # (esper's entities to delete)
+        return False
+    kinds = tables[1]
+    for kind, count in counts.items():  # noqa: SIM110 (no generator made: this runs per world per step)
+        if len(kinds.get(kind, ())) != count:
+            return False
+    return True
+
+
 class Ecs:
     """One world's esper context and its registry of pysoft components.
 
@@ -301,14 +313,7 @@ class Ecs:
         """Whether esper has no entity to delete and holds as many of each pysoft component as
         we made: then ``ghosts`` is empty (a quick test that allocates nothing; O(number of
         component kinds))."""
-        tables = esper._context_map[self.context]
-        if tables[3]:  # (esper's entities to delete)
-            return False
-        kinds = tables[1]
-        for kind, count in self.counts.items():  # noqa: SIM110 (no generator made: this runs per world per step)
-            if len(kinds.get(kind, ())) != count:
-                return False
-        return True
+        return intact(self.context, self.counts)
 
     def ghosts(self) -> list[int]:
         """Entities of ours that esper deleted (``esper.delete_entity``, pending or done) or

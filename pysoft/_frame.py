@@ -156,19 +156,25 @@ class Frame:
     def resumable(self, value: bool) -> None:
         self._resumable = value
         if not value and self._lane:
-            self.world.lane, self._lane = 0, False
+            self.unarm()
 
     def arm(self, features: Any, settings: Any) -> None:
         """After a frame ``resumable``: set the world's lane (``ps_lane_worlds``, pysoft.many)
         when nothing of Python's runs after its frames (``features.repeats()``) and no kernel
         call is counted, armed with the versions of the plan its calls were made for (the
         Store's rows and edits, the settings' changes) and its frame's length."""
-        if not self._resumable or self.counted or not features.repeats():
-            return
         w = self.world
+        if not self._resumable or self.counted or not features.repeats():
+            self.unarm()
+            return
         w.armed[0], w.armed[1], w.armed[2] = self.plan[2], self.clock.edits, self.plan[3]
         w.dt = min(settings._dt, settings._max_dt)
         w.lane, self._lane = 1, True
+
+    def unarm(self) -> None:
+        """Clear the world's lane (Python starts its next frame)."""
+        if self._lane:
+            self.world.lane, self._lane = 0, False
 
     def kept(self, substeps: int) -> tuple[tuple[str, str], ...]:
         """The particles' fields (field, record) whose start a frame of ``substeps`` records as

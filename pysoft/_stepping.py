@@ -66,12 +66,16 @@ class Stepping:
         processor.priority = priority
         # stable: ties keep insertion order
         self._systems = tuple(sorted((*self._systems, processor), key=lambda p: -p.priority))
+        if self._frame is not None:  # (its next frame runs the stages: none continues in C)
+            self._frame.resumable = False
 
     def remove_system(self, processor: esper.Processor) -> None:
         """Stop running a processor added with ``add_system``."""
         if isinstance(processor, Stage) or processor not in self._systems:
             raise ValueError("processor is not a user system of this world")
         self._systems = tuple(p for p in self._systems if p is not processor)
+        if self._frame is not None:
+            self._frame.resumable = False
 
     @property
     def systems(self) -> list[esper.Processor]:

@@ -19,8 +19,10 @@ checks that the values that start reads (the colliders' velocities and dampings,
 flags and rolling resistances) are still those it read; if one changed, the world starts
 from Python again. Such worlds with nothing of Python's to do around their frames (the lane,
 ``_lane``) are checked in C as well, all in one call: the Store's rows and counted edits and the
-settings, as Python armed them (``Frame.arm``). The other worlds (the NumPy backend, or systems of the user's, which run
-Python inside the frame) are stepped on the calling thread in list order.
+settings, as Python armed them (``Frame.arm``); a call with the worlds of the calling
+thread's last call, in the same order, finds them through what that call found
+(``_Roster``). The other worlds (the NumPy backend, or systems of the user's, which run Python
+inside the frame) are stepped on the calling thread in list order.
 """
 
 from __future__ import annotations
@@ -28,11 +30,15 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
+
+import numpy as np
 
 from pysoft import _native, _validate
 from pysoft._constants import MAX_THREADS
+from pysoft._ecs import intact
 from pysoft._pipeline import MIN_DT
 from pysoft.world import World
 
@@ -56,18 +62,16 @@ class StepManyError(RuntimeError):
         self.errors = errors
 
 
-def _claimed(worlds: Any) -> tuple[list[World], list[int], list[int]]:
+def _claimed(worlds: Any) -> tuple[list[World], list[int]]:
     """The worlds as a list, each a distinct open World held for this thread (ValueError naming
     the first that is not one, ConcurrentUseError for one another thread holds: then none is
-    held), the indices of those whose frames the C core runs (the others are the NumPy
-    backend's or have systems of the user's), and of those among them in the lane (``_lane``;
-    esper deleted nothing of theirs). The caller releases them."""
+    held), and the indices of those whose frames the C core runs (the others are the NumPy
+    backend's or have systems of the user's). The caller releases them."""
     if isinstance(worlds, (str, bytes)) or not isinstance(worlds, Sequence):
         raise ValueError(f"worlds must be a list of pysoft.World, got {type(worlds).__name__}")
     seen: dict[int, int] = {}
     held: list[World] = []
     batched: list[int] = []
-    lane: list[int] = []
     try:
         for i, w in enumerate(worlds):
             if not isinstance(w, World):
@@ -80,16 +84,67 @@ def _claimed(worlds: Any) -> tuple[list[World], list[int], list[int]]:
             seen[id(w)] = i
             guard.claim("step_many")
             held.append(w)
-            frame = w._frame
-            if frame is not None and w._systems == w._stages:
+            if w._frame is not None and w._systems == w._stages:
                 batched.append(i)
-                if frame._lane and w._ecs.intact():
-                    lane.append(i)
     except BaseException:
         for w in held:
             w._guard.release()
         raise
-    return held, batched, lane
+    return held, batched
+
+
+class _Roster:
+    """A list of worlds as step_many found them (``_claimed``), kept by the calling thread for
+    its next call with the same worlds in the same order: that call holds them and hands the
+    C core the lane (``_lane``) without looking each world up again. Which worlds Python steps
+    and which the C core runs is what the first call found; a world changed since is stepped
+    right either way (one that gained a system has its lane cleared, and Python begins its
+    frames as it finds it). It refers to the worlds weakly: a world let go of is freed at once,
+    and a roster naming one that is gone is made again."""
+
+    __slots__ = ("array", "batched", "contexts", "guards", "keep", "python", "refs", "status")
+
+    def __init__(self, held: list[World], batched: list[int]) -> None:
+        self.refs = [weakref.ref(w) for w in held]
+        self.guards = [w._guard for w in held]
+        ours = set(batched)
+        self.python = [i for i in range(len(held)) if i not in ours]  # (stepped by Python)
+        self.batched = batched
+        self.contexts = [(held[i]._ecs.context, held[i]._ecs.counts) for i in batched]
+        self.keep = [held[i]._frame.world for i in batched]  # type: ignore[union-attr]
+        if batched:
+            ffi, _ = _native.require()
+            self.array = ffi.new("ps_world *[]", self.keep)
+            self.status = ffi.new("int32_t[]", len(batched))
+
+    def worlds(self, worlds: Any) -> list[World] | None:
+        """``worlds`` as a list if they are this roster's worlds, in its order; else None."""
+        if type(worlds) not in (list, tuple) or len(worlds) != len(self.refs):
+            return None
+        now = [r() for r in self.refs]
+        return cast(list[World], now) if now == list(worlds) else None
+
+    def claim(self) -> None:
+        """Hold every world as ``_claimed`` does (none if one cannot be: ValueError naming a
+        world closed since, ConcurrentUseError for one another thread holds)."""
+        guards, k = self.guards, 0
+        try:
+            for k, guard in enumerate(guards):
+                if guard.closed:
+                    raise ValueError(f"worlds[{k}] was closed")
+                guard.claim("step_many")
+        except BaseException:
+            for guard in guards[:k]:
+                guard.release()
+            raise
+
+
+class _Rosters(threading.local):
+    """Each calling thread's last roster."""
+    roster: _Roster | None = None
+
+
+_ROSTERS = _Rosters()  # (per thread: two threads never share a roster)
 
 
 def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> None:
@@ -108,10 +163,19 @@ def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> 
     raised what."""
     frames = _validate.integer("frames", frames, 0, 2**31 - 1)
     threads = _validate.integer("threads", threads, 1, MAX_THREADS)
-    held, batched, lane = _claimed(worlds)
-    released = _Released(held)
+    roster = _ROSTERS.roster
+    held = roster.worlds(worlds) if roster is not None else None
+    batched: list[int] = []
+    if roster is not None and held is not None:
+        roster.claim()
+    else:
+        held, batched = _claimed(worlds)
+        roster = None
+    released = _Released(roster.guards if roster is not None else [w._guard for w in held])
     try:
-        errors = _run(held, batched, lane, frames, threads, released)
+        if roster is None:  # (another list than the last call's: what _claimed found, kept)
+            roster = _ROSTERS.roster = _Roster(held, batched)
+        errors = _run(held, roster, frames, threads, released)
     finally:
         released.rest()
     if errors:
@@ -127,17 +191,18 @@ def _attempt(call: Callable[[], R]) -> tuple[R | None, Exception | None]:
 
 
 class _Released:
-    """Which worlds of a step_many call are let go (each as soon as its frames are done)."""
+    """Which worlds of a step_many call are let go (each as soon as its frames are done), by
+    their guards."""
 
-    def __init__(self, worlds: list[World]) -> None:
-        self.worlds = worlds
-        self.done = bytearray(len(worlds))
+    def __init__(self, guards: list[Any]) -> None:
+        self.guards = guards
+        self.done = bytearray(len(guards))
 
     def __call__(self, i: int) -> None:
         """Let go of worlds[i]."""
         if not self.done[i]:
             self.done[i] = 1
-            self.worlds[i]._guard.release()
+            self.guards[i].release()
 
     def rest(self) -> None:
         """Let go of every world not let go yet."""
@@ -156,25 +221,21 @@ def _steps(w: World, frames: int) -> None:
 CHUNK = 16
 
 
-def _run(worlds: list[World], batched: list[int], lane: list[int], frames: int, threads: int,
+def _run(worlds: list[World], roster: _Roster, frames: int, threads: int,
          release: _Released) -> dict[int, BaseException]:
-    """Step the worlds (those of ``batched``, indices, in calls of the C core: first those of
-    ``lane`` in one, ``_lane``), letting go of each when its frames are done; the exceptions
-    of those that raised, by index."""
+    """Step the worlds (those of ``roster.batched``, indices, in calls of the C core: first all
+    of them in the lane, ``_lane``), letting go of each when its frames are done; the
+    exceptions of those that raised, by index."""
     errors: dict[int, BaseException] = {}
     if not frames:
         return errors
-    ours = set(batched)
-    for i, w in enumerate(worlds):  # the worlds Python steps: one after another, in list order
-        if i not in ours:
-            _, error = _attempt(functools.partial(_steps, w, frames))
-            if error is not None:
-                errors[i] = error
-            release(i)
-    left = dict.fromkeys(batched, frames)
-    if lane:
-        _lane(worlds, lane, left, threads, errors, release)
-        batched = list(left)
+    for i in roster.python:  # the worlds Python steps: one after another, in list order
+        _, error = _attempt(functools.partial(_steps, worlds[i], frames))
+        if error is not None:
+            errors[i] = error
+        release(i)
+    left = _lane(worlds, roster, frames, threads, errors, release) if roster.batched else {}
+    batched = list(left)
     if frames == 1 and threads > 1 and len(batched) > CHUNK:
         batched = _run_overlapped(worlds, batched, threads, errors, release)
     for k in range(0, len(batched), CHUNK):
@@ -182,36 +243,42 @@ def _run(worlds: list[World], batched: list[int], lane: list[int], frames: int, 
     return errors
 
 
-def _lane(worlds: list[World], lane: list[int], left: dict[int, int], threads: int,
-          errors: dict[int, BaseException], release: _Released) -> None:
-    """The worlds ``lane`` (indices) whose last frame ran in C, with nothing of Python's to do
-    around their frames (``Frame.arm``), continue from it in one call of the C core
+def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
+          errors: dict[int, BaseException], release: _Released) -> dict[int, int]:
+    """The worlds of ``roster.batched`` whose last frame ran in C, with nothing of Python's to
+    do around their frames (``Frame.arm``), continue from it in one call of the C core
     (``ps_lane_worlds``): C checks what ``_resumed`` checks in Python (their lane, set by Python
     after a frame and cleared by any Python start of one; the Store's rows and edits and the
-    settings unchanged since it was set) and advances their time as ``step()`` would. Each
-    world that ran its frames leaves ``left`` (index: frames to go) and is let go; one that
-    tried ends in Python (``_continued``: a watched value had changed, or a scan found an
-    unstable particle); the others stay in ``left`` for Python to start."""
+    settings unchanged since it was set) and advances their time as ``step()`` would; esper's
+    check is Python's (a world with an entity deleted behind pysoft's back leaves the lane).
+    Each world that ran its frames is let go; one that tried ends in Python (``_continued``: a
+    watched value had changed, or a scan found an unstable particle). Returns the others
+    (index: frames to go), for Python to start."""
     ffi, lib = _native.require()
-    frames = left[lane[0]]
-    status = ffi.new("int32_t[]", len(lane))
-    lib.ps_lane_worlds(ffi.new("ps_world *[]", [worlds[i]._frame.world for i in lane]),  # type: ignore[union-attr]
-                       len(lane), frames, threads, status)
-    for k, i in enumerate(lane):
-        state = status[k]
-        if state == 1:
-            del left[i]
-            release(i)
-        elif state == 2:
-            w = worlds[i]
-            w.pipeline.unstable, w._stepping = -1, True
-            ran, error = _attempt(functools.partial(_continued, w, w._frame.world))  # type: ignore[union-attr]
+    batched = roster.batched
+    for k, (context, counts) in enumerate(roster.contexts):
+        if not intact(context, counts):
+            worlds[batched[k]]._frame.unarm()  # type: ignore[union-attr]
+    lib.ps_lane_worlds(roster.array, len(batched), frames, threads, roster.status)
+    status = np.frombuffer(ffi.buffer(roster.status), dtype=np.int32)
+    for k in np.flatnonzero(status == 1).tolist():
+        release(batched[k])
+    left: dict[int, int] = {}
+    for k in np.flatnonzero(status != 1).tolist():
+        i = batched[k]
+        if status[k] == 0:
+            left[i] = frames
+            continue
+        w = worlds[i]
+        w.pipeline.unstable, w._stepping = -1, True
+        ran, error = _attempt(functools.partial(_continued, w, w._frame.world))  # type: ignore[union-attr]
+        if error is not None:
+            errors[i] = error
+        elif frames - (ran or 0) > 0:
             left[i] = frames - (ran or 0)
-            if error is not None:
-                errors[i] = error
-            if error is not None or left[i] <= 0:
-                del left[i]
-                release(i)
+            continue
+        release(i)
+    return left
 
 
 def _run_chunk(worlds: list[World], left: dict[int, int], threads: int,

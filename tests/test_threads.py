@@ -582,6 +582,63 @@ def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_py
         started.clear()
 
 
+def test_step_many_with_the_same_list_again_sees_every_change_to_it() -> None:
+    """A call with the worlds of this thread's last call finds them through what that call
+    found; the list changed in place, a world closed, held by another thread, given a system
+    or let go of, is seen as a new list would be; a world let go of is freed at once."""
+    import weakref
+
+    worlds = [_small(0), _small(1), _small(2)]
+    twins = [_small(0), _small(1), _small(2)]
+    pysoft.step_many(worlds)
+    pysoft.step_many(worlds)
+    for w in twins:
+        w.step(), w.step()
+    assert [state(w) for w in worlds] == [state(w) for w in twins]
+    worlds[1], twins[1] = _small(3), _small(3)  # (the same list object, another world in it)
+    pysoft.step_many(worlds)
+    for w in twins:
+        w.step()
+    assert [state(w) for w in worlds] == [state(w) for w in twins]
+    for w in (worlds[2], twins[2]):
+        w.add_system(Kick(w), priority=450)
+    pysoft.step_many(worlds)
+    for w in twins:
+        w.step()
+    assert [state(w) for w in worlds] == [state(w) for w in twins]  # (the system ran)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with worlds[0]._guard.held("test"):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    before = [state(w) for w in worlds]
+    with pytest.raises(pysoft.ConcurrentUseError):
+        pysoft.step_many(worlds)
+    release.set()
+    holder.join()
+    assert [state(w) for w in worlds] == before  # (none stepped)
+    worlds[1].step()  # (and none is held)
+    twins[1].step()
+    worlds[2].close()
+    with pytest.raises(ValueError, match=r"worlds\[2\] was closed"):
+        pysoft.step_many(worlds)
+    gone = weakref.ref(worlds[1])
+    gc.disable()
+    try:
+        del worlds[1:]
+        assert gone() is None  # (the roster refers to it weakly)
+    finally:
+        gc.enable()
+    pysoft.step_many(worlds)
+    twins[0].step()
+    assert state(worlds[0]) == state(twins[0])
+
+
 def test_a_world_in_step_manys_lane_that_goes_unstable_raises_as_its_step_would() -> None:
     """A world continued in C whose particle is set to a non-finite velocity between calls:
     step_many reports the InstabilityError its own step() raises, at the same frame."""
