@@ -95,6 +95,11 @@
  * slack and the layout's signature is the same. The candidates are defined by
  * the start positions alone ((i, B) with i in B's box; (i, j) with
  * |x_i - x_j| <= 2 (r_i + r_j)), so the hashing changes nothing but speed.
+ * A pair's two scans (the ray's triangles, the nearest triangle's) share one pass over the
+ * triangles' boxes; the x86-64-v3 build tests the ray crossings, the nearest points and the
+ * entry search four triangles an instruction, each lane the scalar arithmetic (the same
+ * bits). An outside particle farther from its nearest triangle than the separation, by a
+ * margin over the rounding of C, is let go before the normal: resolve would find C >= 0.
  *
  * Order (the NumPy twin, pysoft/twins/contacts3d.py, follows it, so results
  * are bitwise equal): `iterations` times: every (i, B) pair (i ascending, B
@@ -325,112 +330,127 @@ static int crosses(const double *pos, const int32_t *tri, int f, double px, doub
 /* A surface's triangle boxes (see `face_contact`), by coordinate: lo x of its m triangles, then
  * lo y, lo z, hi x, hi y, hi z, m numbers each; then the boxes of its blocks (runs of PS_SCAN
  * triangles, nb = ceil(m / PS_SCAN) of them) alike, nb numbers each, a block's box holding its
- * triangles' (infinite in a coordinate where one of them is NaN). A scan (BoxScan) names the
- * triangles whose box holds a query -- lo[d] >= the box's lo d and hi[d] <= its hi d in each
- * coordinate d (a point: lo = hi = p) -- testing a block's triangles at once, with no branch
- * (several boxes an instruction where the compiler can), each test the same comparisons as
- * one box at a time (a NaN, compared with nothing, fails none), and only in blocks whose box
- * holds the query by the same test. */
+ * triangles' (infinite in a coordinate where one of them is NaN). A scan names, in surface
+ * order, the triangles whose box holds a query -- lo[d] >= the box's lo d and hi[d] <= its hi d
+ * in each coordinate d (a point: lo = hi = p) -- testing a block's triangles at once, with no
+ * branch (several boxes an instruction where the compiler can), each test the same comparisons
+ * as one box at a time (a NaN, compared with nothing, fails none), and only in blocks whose box
+ * holds the query by the same test. face_contact's two queries (the ray's and the nearest
+ * triangle's) share one pass over the boxes (`Scan`). */
 
-/* Bit f - f0 := whether the box of f (f0 <= f < f1, f1 - f0 <= 32) of the m boxes tb holds
- * the query (lo, hi): four boxes an instruction in the x86-64-v3 build (ordered comparisons:
- * false with a NaN, as C's) */
-static inline uint32_t box_hits(const double *tb, int m, int f0, int f1, const double *lo,
-                                const double *hi)
+/* Bit f - f0 of *hit_a (*hit_b) := whether the box of f (f0 <= f < f1, f1 - f0 <= 32) of the m
+ * boxes tb holds query a (b): four boxes an instruction in the x86-64-v3 build (ordered
+ * comparisons: false with a NaN, as C's) */
+static inline void box_hits(const double *tb, int m, int f0, int f1, const double *lo_a,
+                            const double *hi_a, const double *lo_b, const double *hi_b,
+                            uint32_t *hit_a, uint32_t *hit_b)
 {
     const double *xl = tb, *yl = tb + m, *zl = tb + 2L * m, *xh = tb + 3L * m, *yh = tb + 4L * m,
                  *zh = tb + 5L * m;
-    double lx = lo[0], ly = lo[1], lz = lo[2], hx = hi[0], hy = hi[1], hz = hi[2];
-    uint32_t hit = 0;
+    double ax = lo_a[0], ay = lo_a[1], az = lo_a[2], bx = hi_a[0], by = hi_a[1], bz = hi_a[2];
+    double cx = lo_b[0], cy = lo_b[1], cz = lo_b[2], dx = hi_b[0], dy = hi_b[1], dz = hi_b[2];
+    uint32_t ha = 0, hb = 0;
     int f = f0;
 #if defined(__AVX2__)
-    const __m256d vlx = _mm256_set1_pd(lx), vly = _mm256_set1_pd(ly), vlz = _mm256_set1_pd(lz);
-    const __m256d vhx = _mm256_set1_pd(hx), vhy = _mm256_set1_pd(hy), vhz = _mm256_set1_pd(hz);
+    const __m256d vax = _mm256_set1_pd(ax), vay = _mm256_set1_pd(ay), vaz = _mm256_set1_pd(az);
+    const __m256d vbx = _mm256_set1_pd(bx), vby = _mm256_set1_pd(by), vbz = _mm256_set1_pd(bz);
+    const __m256d vcx = _mm256_set1_pd(cx), vcy = _mm256_set1_pd(cy), vcz = _mm256_set1_pd(cz);
+    const __m256d vdx = _mm256_set1_pd(dx), vdy = _mm256_set1_pd(dy), vdz = _mm256_set1_pd(dz);
     for (; f + 4 <= f1; f += 4) {
-        __m256d out = _mm256_or_pd(_mm256_cmp_pd(vlx, _mm256_loadu_pd(xl + f), _CMP_LT_OQ),
-                                   _mm256_cmp_pd(vhx, _mm256_loadu_pd(xh + f), _CMP_GT_OQ));
-        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vly, _mm256_loadu_pd(yl + f), _CMP_LT_OQ),
-                                             _mm256_cmp_pd(vhy, _mm256_loadu_pd(yh + f), _CMP_GT_OQ)));
-        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vlz, _mm256_loadu_pd(zl + f), _CMP_LT_OQ),
-                                             _mm256_cmp_pd(vhz, _mm256_loadu_pd(zh + f), _CMP_GT_OQ)));
-        hit |= (uint32_t)(~_mm256_movemask_pd(out) & 15) << (f - f0);
+        __m256d lx = _mm256_loadu_pd(xl + f), ly = _mm256_loadu_pd(yl + f), lz = _mm256_loadu_pd(zl + f);
+        __m256d ux = _mm256_loadu_pd(xh + f), uy = _mm256_loadu_pd(yh + f), uz = _mm256_loadu_pd(zh + f);
+        __m256d out = _mm256_or_pd(_mm256_cmp_pd(vax, lx, _CMP_LT_OQ), _mm256_cmp_pd(vbx, ux, _CMP_GT_OQ));
+        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vay, ly, _CMP_LT_OQ),
+                                             _mm256_cmp_pd(vby, uy, _CMP_GT_OQ)));
+        out = _mm256_or_pd(out, _mm256_or_pd(_mm256_cmp_pd(vaz, lz, _CMP_LT_OQ),
+                                             _mm256_cmp_pd(vbz, uz, _CMP_GT_OQ)));
+        __m256d out_b = _mm256_or_pd(_mm256_cmp_pd(vcx, lx, _CMP_LT_OQ), _mm256_cmp_pd(vdx, ux, _CMP_GT_OQ));
+        out_b = _mm256_or_pd(out_b, _mm256_or_pd(_mm256_cmp_pd(vcy, ly, _CMP_LT_OQ),
+                                                 _mm256_cmp_pd(vdy, uy, _CMP_GT_OQ)));
+        out_b = _mm256_or_pd(out_b, _mm256_or_pd(_mm256_cmp_pd(vcz, lz, _CMP_LT_OQ),
+                                                 _mm256_cmp_pd(vdz, uz, _CMP_GT_OQ)));
+        ha |= (uint32_t)(~_mm256_movemask_pd(out) & 15) << (f - f0);
+        hb |= (uint32_t)(~_mm256_movemask_pd(out_b) & 15) << (f - f0);
     }
 #endif
-    for (; f < f1; f++)
-        hit |= (uint32_t)!((lx < xl[f]) | (hx > xh[f]) | (ly < yl[f]) | (hy > yh[f]) | (lz < zl[f])
-                           | (hz > zh[f])) << (f - f0);
-    return hit;
+    for (; f < f1; f++) {
+        ha |= (uint32_t)!((ax < xl[f]) | (bx > xh[f]) | (ay < yl[f]) | (by > yh[f]) | (az < zl[f])
+                          | (bz > zh[f])) << (f - f0);
+        hb |= (uint32_t)!((cx < xl[f]) | (dx > xh[f]) | (cy < yl[f]) | (dy > yh[f]) | (cz < zl[f])
+                          | (dz > zh[f])) << (f - f0);
+    }
+    *hit_a = ha;
+    *hit_b = hb;
 }
 
-/* A scan of a surface's triangles whose box holds a query, in surface order: the blocks'
- * boxes PS_SCAN at a time, the triangles' in a block that holds it (see box_hits). */
+/* Two scans of a surface's triangles at once (see box_hits): the blocks' boxes PS_SCAN at a
+ * time, then the triangles' of each block that holds either query; each scan's triangles in
+ * surface order. Query a is left out where `skip_a`. */
 typedef struct {
-    const double *tb, *lo, *hi;
-    int m, nb, k0, f0;
-    uint32_t bhit, hit; /* the blocks (from k0) and the triangles (from f0) still to visit */
-} BoxScan;
+    const double *tb, *lo_a, *hi_a, *lo_b, *hi_b;
+    int m, nb, k0, skip_a;
+    uint32_t ba, bb; /* the blocks (from k0) holding query a, b */
+} Scan;
 
-static inline void scan_start(BoxScan *it, const double *tb, int m, const double *lo, const double *hi)
+static inline void scan_start(Scan *it, const double *tb, int m, const double *lo_a, const double *hi_a,
+                              const double *lo_b, const double *hi_b, int skip_a)
 {
-    it->tb = tb, it->lo = lo, it->hi = hi, it->m = m;
+    it->tb = tb, it->lo_a = lo_a, it->hi_a = hi_a, it->lo_b = lo_b, it->hi_b = hi_b, it->m = m;
     it->nb = (m + PS_SCAN - 1) / PS_SCAN;
     it->k0 = -PS_SCAN;
-    it->f0 = 0;
-    it->bhit = it->hit = 0;
+    it->skip_a = skip_a;
+    it->ba = it->bb = 0;
 }
 
-/* The next triangle of the scan, or -1 */
-static inline int scan_next(BoxScan *it)
+/* The next block holding either query (its first triangle in *f0), the triangles of it that
+ * hold query a in *hit_a, query b in *hit_b; 0 when there are no more */
+static inline int scan_block(Scan *it, int *f0, uint32_t *hit_a, uint32_t *hit_b)
 {
-    while (!it->hit) {
-        while (!it->bhit) {
-            it->k0 += PS_SCAN;
-            if (it->k0 >= it->nb) return -1;
-            int k1 = it->k0 + PS_SCAN < it->nb ? it->k0 + PS_SCAN : it->nb;
-            it->bhit = box_hits(it->tb + 6L * it->m, it->nb, it->k0, k1, it->lo, it->hi);
-        }
-        int k = it->k0 + lowest_bit(it->bhit);
-        it->bhit &= it->bhit - 1;
-        it->f0 = k * PS_SCAN;
-        int f1 = it->f0 + PS_SCAN < it->m ? it->f0 + PS_SCAN : it->m;
-        it->hit = box_hits(it->tb, it->m, it->f0, f1, it->lo, it->hi);
+    while (!(it->ba | it->bb)) {
+        it->k0 += PS_SCAN;
+        if (it->k0 >= it->nb) return 0;
+        int k1 = it->k0 + PS_SCAN < it->nb ? it->k0 + PS_SCAN : it->nb;
+        box_hits(it->tb + 6L * it->m, it->nb, it->k0, k1, it->lo_a, it->hi_a, it->lo_b, it->hi_b,
+                 &it->ba, &it->bb);
+        if (it->skip_a) it->ba = 0;
     }
-    int f = it->f0 + lowest_bit(it->hit);
-    it->hit &= it->hit - 1;
-    return f;
+    uint32_t both = it->ba | it->bb, low = both & (0u - both);
+    int k = it->k0 + lowest_bit(both);
+    uint32_t in_a = it->ba & low, in_b = it->bb & low;
+    it->ba &= ~low;
+    it->bb &= ~low;
+    *f0 = k * PS_SCAN;
+    int f1 = *f0 + PS_SCAN < it->m ? *f0 + PS_SCAN : it->m;
+    box_hits(it->tb, it->m, *f0, f1, it->lo_a, it->hi_a, it->lo_b, it->hi_b, hit_a, hit_b);
+    if (!in_a) *hit_a = 0;
+    if (!in_b) *hit_b = 0;
+    return 1;
 }
 
 /* How far beyond the box of B's surface at the pass's start (`box`, its corners' box grown by
  * g = box[6]) a point is surely beyond the surface now, in coordinate d: twice the most a
  * corner has moved since (`moved`), and 1e-12 of the box for the rounding of box - g and of
- * the scans' query (see `inside`). */
+ * the scans' query (see `ray_query`). */
 static inline double beyond(const double *box, int d, double moved)
 {
     return 2.0 * moved + 1e-12 * ((fabs(box[d]) + fabs(box[3 + d])) + box[6]);
 }
 
-/* Whether p is inside the closed surface tri[0 .. 3m) of the current positions (the parity
- * of the triangles a ray toward +z crosses; see the essay), the surface's body's box being
- * `box` and `tb` its triangles' boxes, at the pass's start, grown by g = box[6]. A triangle
+/* The scan's query for whether p is inside the closed surface of the current positions (the
+ * parity of the triangles a ray toward +z crosses; see the essay), the surface's body's box
+ * being `box` and its triangles' boxes, at the pass's start, grown by g = box[6]. A triangle
  * whose corners' box at the start p is beyond, in x or y, or above, by more than `beyond`
  * has its corners on one side of p now (crosses' first tests), and cannot be crossed: the
  * scan passes over it (its box shrunk by g - beyond: the query p moved out by as much), and
- * the answer is the same. */
-static int inside(const double *pos, const int32_t *tri, int m, const double *p, const double *tb,
-                  const double *box, double moved)
+ * the parity is the same. */
+static inline void ray_query(const double *p, const double *box, double moved, double lo[3], double hi[3])
 {
-    int odd = 0;
-    double px = p[0], py = p[1], pz = p[2], lo[3], hi[3];
     for (int d = 0; d < 3; d++) {
         double in = box[6] - beyond(box, d, moved);
         lo[d] = p[d] - in;
         hi[d] = p[d] + in;
     }
     lo[2] = INFINITY; /* the ray reaches up from p: no bound below */
-    BoxScan it;
-    scan_start(&it, tb, m, lo, hi);
-    for (int f; (f = scan_next(&it)) >= 0;) odd ^= crosses(pos, tri, f, px, py, pz);
-    return odd;
 }
 
 /* Whether the ray from x toward +z surely meets no triangle of the surface whose box at the
@@ -495,6 +515,176 @@ static double nearest(const double *a, const double *b, const double *c, const d
     return r;
 }
 
+#if defined(__AVX2__)
+/* nearest() for four triangles at once: lane k of a, b, c (by coordinate) the corners of the k-th,
+ * p the point; the weights in t[3], the squared distances returned. The weights are those of the
+ * region nearest() would take (its tests in its order: the last blend is its first test), each
+ * lane the scalar arithmetic, so each lane's bits are nearest()'s. */
+static inline __m256d nearest4(const __m256d a[3], const __m256d b[3], const __m256d c[3],
+                               const __m256d p[3], __m256d t[3])
+{
+    __m256d ab[3], ac[3], ap[3], bp[3], cp[3];
+    for (int d = 0; d < 3; d++) {
+        ab[d] = _mm256_sub_pd(b[d], a[d]);
+        ac[d] = _mm256_sub_pd(c[d], a[d]);
+        ap[d] = _mm256_sub_pd(p[d], a[d]);
+        bp[d] = _mm256_sub_pd(p[d], b[d]);
+        cp[d] = _mm256_sub_pd(p[d], c[d]);
+    }
+#define PS_DOT4(u, v)                                                                       \
+    _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(u[0], v[0]), _mm256_mul_pd(u[1], v[1])), \
+                  _mm256_mul_pd(u[2], v[2]))
+    __m256d d1 = PS_DOT4(ab, ap), d2 = PS_DOT4(ac, ap), d3 = PS_DOT4(ab, bp), d4 = PS_DOT4(ac, bp);
+    __m256d d5 = PS_DOT4(ab, cp), d6 = PS_DOT4(ac, cp);
+#undef PS_DOT4
+    __m256d vc = _mm256_sub_pd(_mm256_mul_pd(d1, d4), _mm256_mul_pd(d3, d2));
+    __m256d vb = _mm256_sub_pd(_mm256_mul_pd(d5, d2), _mm256_mul_pd(d1, d6));
+    __m256d va = _mm256_sub_pd(_mm256_mul_pd(d3, d6), _mm256_mul_pd(d5, d4));
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+#define PS_LE(u, v) _mm256_cmp_pd(u, v, _CMP_LE_OQ)
+#define PS_GE(u, v) _mm256_cmp_pd(u, v, _CMP_GE_OQ)
+#define PS_AND(u, v) _mm256_and_pd(u, v)
+    __m256d d43 = _mm256_sub_pd(d4, d3), d56 = _mm256_sub_pd(d5, d6);
+    __m256d r_a = PS_AND(PS_LE(d1, zero), PS_LE(d2, zero));
+    __m256d r_b = PS_AND(PS_GE(d3, zero), PS_LE(d4, d3));
+    __m256d r_ab = PS_AND(PS_AND(PS_LE(vc, zero), PS_GE(d1, zero)), PS_LE(d3, zero));
+    __m256d r_c = PS_AND(PS_GE(d6, zero), PS_LE(d5, d6));
+    __m256d r_ac = PS_AND(PS_AND(PS_LE(vb, zero), PS_GE(d2, zero)), PS_LE(d6, zero));
+    __m256d r_bc = PS_AND(PS_AND(PS_LE(va, zero), PS_GE(d43, zero)), PS_GE(d56, zero));
+    __m256d any = _mm256_or_pd(_mm256_or_pd(_mm256_or_pd(r_a, r_b), _mm256_or_pd(r_ab, r_c)),
+                               _mm256_or_pd(r_ac, r_bc));
+    __m256d t0 = zero, t1 = zero, t2 = zero, w;
+    /* a region's weights are computed only where a lane may take it; a lane takes the first
+     * region whose test it passes (the last blend), the interior if none */
+    if (_mm256_movemask_pd(any) != 15) { /* the interior */
+        __m256d den = _mm256_add_pd(_mm256_add_pd(va, vb), vc);
+        t1 = _mm256_div_pd(vb, den);
+        t2 = _mm256_div_pd(vc, den);
+        t0 = _mm256_sub_pd(_mm256_sub_pd(one, t1), t2);
+    }
+    if (_mm256_movemask_pd(r_bc)) { /* edge bc */
+        w = _mm256_div_pd(d43, _mm256_add_pd(d43, d56));
+        t0 = _mm256_blendv_pd(t0, zero, r_bc);
+        t1 = _mm256_blendv_pd(t1, _mm256_sub_pd(one, w), r_bc);
+        t2 = _mm256_blendv_pd(t2, w, r_bc);
+    }
+    if (_mm256_movemask_pd(r_ac)) { /* edge ac */
+        w = _mm256_div_pd(d2, _mm256_sub_pd(d2, d6));
+        t0 = _mm256_blendv_pd(t0, _mm256_sub_pd(one, w), r_ac);
+        t1 = _mm256_blendv_pd(t1, zero, r_ac);
+        t2 = _mm256_blendv_pd(t2, w, r_ac);
+    }
+    /* corner c */
+    t0 = _mm256_blendv_pd(t0, zero, r_c);
+    t1 = _mm256_blendv_pd(t1, zero, r_c);
+    t2 = _mm256_blendv_pd(t2, one, r_c);
+    if (_mm256_movemask_pd(r_ab)) { /* edge ab */
+        w = _mm256_div_pd(d1, _mm256_sub_pd(d1, d3));
+        t0 = _mm256_blendv_pd(t0, _mm256_sub_pd(one, w), r_ab);
+        t1 = _mm256_blendv_pd(t1, w, r_ab);
+        t2 = _mm256_blendv_pd(t2, zero, r_ab);
+    }
+    /* corner b */
+    t0 = _mm256_blendv_pd(t0, zero, r_b);
+    t1 = _mm256_blendv_pd(t1, one, r_b);
+    t2 = _mm256_blendv_pd(t2, zero, r_b);
+    /* corner a */
+    t0 = _mm256_blendv_pd(t0, one, r_a);
+    t1 = _mm256_blendv_pd(t1, zero, r_a);
+    t2 = _mm256_blendv_pd(t2, zero, r_a);
+#undef PS_LE
+#undef PS_GE
+#undef PS_AND
+    t[0] = t0, t[1] = t1, t[2] = t2;
+    __m256d out = zero;
+    for (int d = 0; d < 3; d++) {
+        __m256d q = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(t0, a[d]), _mm256_mul_pd(t1, b[d])),
+                                  _mm256_mul_pd(t2, c[d]));
+        __m256d e = _mm256_sub_pd(p[d], q);
+        out = _mm256_add_pd(out, _mm256_mul_pd(e, e));
+    }
+    return out;
+}
+
+/* Lanes k of a[3], b[3], c[3] := rows tri[3 g[k]], tri[3 g[k] + 1], tri[3 g[k] + 2] of x */
+static inline void corners4(const double *x, const int32_t *tri, const int g[4], __m256d a[3],
+                            __m256d b[3], __m256d c[3])
+{
+    __m256d *out[3] = {a, b, c};
+    for (int j = 0; j < 3; j++) {
+        const double *r0 = x + 3L * tri[3 * g[0] + j], *r1 = x + 3L * tri[3 * g[1] + j];
+        const double *r2 = x + 3L * tri[3 * g[2] + j], *r3 = x + 3L * tri[3 * g[3] + j];
+        for (int d = 0; d < 3; d++) out[j][d] = _mm256_set_pd(r3[d], r2[d], r1[d], r0[d]);
+    }
+}
+
+/* claims() for lanes of edges u -> v: rows u[3], v[3] (x, y used), `swap` where the row of u is
+ * above the row of v (E then from v, negated), sigma, and p */
+static inline __m256d claims4(const __m256d u[3], const __m256d v[3], __m256d swap, __m256d sigma,
+                              __m256d px, __m256d py)
+{
+    const __m256d zero = _mm256_setzero_pd(), sign = _mm256_set1_pd(-0.0);
+    __m256d ax = _mm256_blendv_pd(u[0], v[0], swap), ay = _mm256_blendv_pd(u[1], v[1], swap);
+    __m256d bx = _mm256_blendv_pd(v[0], u[0], swap), by = _mm256_blendv_pd(v[1], u[1], swap);
+    __m256d E = _mm256_sub_pd(_mm256_mul_pd(_mm256_sub_pd(bx, ax), _mm256_sub_pd(py, ay)),
+                              _mm256_mul_pd(_mm256_sub_pd(by, ay), _mm256_sub_pd(px, ax)));
+    E = _mm256_blendv_pd(E, _mm256_xor_pd(E, sign), swap);
+    E = _mm256_mul_pd(sigma, E);
+    __m256d dx = _mm256_mul_pd(sigma, _mm256_sub_pd(v[0], u[0]));
+    __m256d dy = _mm256_mul_pd(sigma, _mm256_sub_pd(v[1], u[1]));
+    __m256d tie = _mm256_or_pd(_mm256_cmp_pd(dy, zero, _CMP_GT_OQ),
+                               _mm256_and_pd(_mm256_cmp_pd(dy, zero, _CMP_EQ_OQ),
+                                             _mm256_cmp_pd(dx, zero, _CMP_LT_OQ)));
+    return _mm256_or_pd(_mm256_cmp_pd(E, zero, _CMP_GT_OQ),
+                        _mm256_and_pd(_mm256_cmp_pd(E, zero, _CMP_EQ_OQ), tie));
+}
+
+/* crosses() for triangles g[0 .. 4) of tri: bit k of the result is crosses(pos, tri, g[k], p);
+ * each lane the scalar arithmetic (its first tests, then the rest, as a mask) */
+static inline int crosses4(const double *pos, const int32_t *tri, const int g[4], double px, double py,
+                           double pz)
+{
+    __m256d a[3], b[3], c[3];
+    corners4(pos, tri, g, a, b, c);
+    const __m256d vx = _mm256_set1_pd(px), vy = _mm256_set1_pd(py), vz = _mm256_set1_pd(pz);
+    const __m256d zero = _mm256_setzero_pd();
+#define PS_ALL3(op, q, d)                                                                  \
+    _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(a[d], q, op), _mm256_cmp_pd(b[d], q, op)), \
+                  _mm256_cmp_pd(c[d], q, op))
+    __m256d out = _mm256_or_pd(_mm256_or_pd(PS_ALL3(_CMP_LE_OQ, vz, 2), PS_ALL3(_CMP_LT_OQ, vx, 0)),
+                               _mm256_or_pd(PS_ALL3(_CMP_GT_OQ, vx, 0), PS_ALL3(_CMP_LT_OQ, vy, 1)));
+    out = _mm256_or_pd(out, PS_ALL3(_CMP_GT_OQ, vy, 1));
+#undef PS_ALL3
+    int pre = _mm256_movemask_pd(out);
+    if (pre == 15) return 0;
+    __m256d u[3], v[3];
+    for (int d = 0; d < 3; d++) {
+        u[d] = _mm256_sub_pd(b[d], a[d]);
+        v[d] = _mm256_sub_pd(c[d], a[d]);
+    }
+    __m256d nx = _mm256_sub_pd(_mm256_mul_pd(u[1], v[2]), _mm256_mul_pd(u[2], v[1]));
+    __m256d ny = _mm256_sub_pd(_mm256_mul_pd(u[2], v[0]), _mm256_mul_pd(u[0], v[2]));
+    __m256d nz = _mm256_sub_pd(_mm256_mul_pd(u[0], v[1]), _mm256_mul_pd(u[1], v[0]));
+    __m256d sigma = _mm256_blendv_pd(_mm256_set1_pd(-1.0), _mm256_set1_pd(1.0),
+                                     _mm256_cmp_pd(nz, zero, _CMP_GT_OQ));
+    __m256d side = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(vx, a[0]), nx),
+                                               _mm256_mul_pd(_mm256_sub_pd(vy, a[1]), ny)),
+                                 _mm256_mul_pd(_mm256_sub_pd(vz, a[2]), nz));
+    const int32_t *t0 = tri + 3 * g[0], *t1 = tri + 3 * g[1], *t2 = tri + 3 * g[2], *t3 = tri + 3 * g[3];
+    __m256i ia = _mm256_set_epi64x(t3[0], t2[0], t1[0], t0[0]);
+    __m256i ib = _mm256_set_epi64x(t3[1], t2[1], t1[1], t0[1]);
+    __m256i ic = _mm256_set_epi64x(t3[2], t2[2], t1[2], t0[2]);
+    __m256d s_ab = _mm256_castsi256_pd(_mm256_cmpgt_epi64(ia, ib));
+    __m256d s_bc = _mm256_castsi256_pd(_mm256_cmpgt_epi64(ib, ic));
+    __m256d s_ca = _mm256_castsi256_pd(_mm256_cmpgt_epi64(ic, ia));
+    __m256d hit = _mm256_and_pd(_mm256_cmp_pd(nz, zero, _CMP_NEQ_UQ), claims4(a, b, s_ab, sigma, vx, vy));
+    hit = _mm256_and_pd(hit, _mm256_and_pd(claims4(b, c, s_bc, sigma, vx, vy),
+                                           claims4(c, a, s_ca, sigma, vx, vy)));
+    hit = _mm256_and_pd(hit, _mm256_cmp_pd(_mm256_mul_pd(sigma, side), zero, _CMP_LT_OQ));
+    return _mm256_movemask_pd(hit) & ~pre;
+}
+#endif
+
 static inline void cross3(const double *u, const double *v, double *out)
 {
     out[0] = u[1] * v[2] - u[2] * v[1];
@@ -544,6 +734,60 @@ static int feature_normal(const double *pos, const int32_t *tri, int m, const in
     return 1;
 }
 
+#if defined(__AVX2__)
+#define PS_GROUPS 1 /* crosses and nearest four triangles a time */
+#else
+#define PS_GROUPS 0
+#endif
+
+/* The parity of crosses(pos, tri, g[k], x) for k < cnt (1 to 4) */
+static inline int crossings(const double *pos, const int32_t *tri, int g[4], int cnt, const double *x)
+{
+#if defined(__AVX2__)
+    if (cnt > 1) {
+        for (int k = cnt; k < 4; k++) g[k] = g[cnt - 1];
+        unsigned odd = (unsigned)crosses4(pos, tri, g, x[0], x[1], x[2]) & ((1u << cnt) - 1u);
+        return __builtin_popcount(odd) & 1;
+    }
+#endif
+    int odd = 0;
+    for (int k = 0; k < cnt; k++) odd ^= crosses(pos, tri, g[k], x[0], x[1], x[2]);
+    return odd;
+}
+
+/* The scan for the nearest triangle, on g[0 .. cnt) (1 to 4, in surface order): each whose
+ * squared distance to x is less than *best, or the first if *near < 0, becomes *near (*best,
+ * its weights t) */
+static inline void nearest_of(const double *pos, const int32_t *tri, int g[4], int cnt,
+                              const double *x, int *near, double *best, double t[3])
+{
+    double d2[4], tw[3][4];
+#if defined(__AVX2__)
+    if (cnt > 1) {
+        for (int k = cnt; k < 4; k++) g[k] = g[cnt - 1];
+        __m256d a[3], b[3], c[3], xv[3], tv[3];
+        for (int d = 0; d < 3; d++) xv[d] = _mm256_set1_pd(x[d]);
+        corners4(pos, tri, g, a, b, c);
+        _mm256_storeu_pd(d2, nearest4(a, b, c, xv, tv));
+        for (int d = 0; d < 3; d++) _mm256_storeu_pd(tw[d], tv[d]);
+    } else
+#endif
+    {
+        for (int k = 0; k < cnt; k++) {
+            double tf[3];
+            const int32_t *r = tri + 3 * g[k];
+            d2[k] = nearest(pos + 3L * r[0], pos + 3L * r[1], pos + 3L * r[2], x, tf);
+            tw[0][k] = tf[0], tw[1][k] = tf[1], tw[2][k] = tf[2];
+        }
+    }
+    for (int k = 0; k < cnt; k++)
+        if (*near < 0 || d2[k] < *best) {
+            *best = d2[k];
+            *near = g[k];
+            t[0] = tw[0][k], t[1] = tw[1][k], t[2] = tw[2][k];
+        }
+}
+
 /* Particle i against body B's surface (see the essay). Returns 1 on contact. */
 static int face_contact(const Scene *s, int i, int B, const double *bbox)
 {
@@ -558,11 +802,73 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     const double *pos = s->pos, *prev = s->prev_pos, *x = pos + 3L * i, *p = prev + 3L * i;
     const double *boxes = s->tbox + 4L * s->outline_start[B];
     double moved = surface_moved(s, bbox);
-    int in = clear_of(bbox, x, moved) ? 0 : inside(pos, tri, m, x, boxes, bbox, moved);
+    /* One scan for both: the triangles the ray from x may cross (whether i is inside: `in`),
+     * and the nearest triangle, of those whose grown box held i at the pass's start (`near`,
+     * its weights t_near; used if i is outside) */
+    const double *xs = s->snap + 3L * i;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, best = 0.0, tf[3];
+    double t_near[3] = {0.0, 0.0, 0.0};
+    int clear = clear_of(bbox, x, moved), in = 0, near = -1, f0;
+    if (!clear) ray_query(x, bbox, moved, lo, hi);
+    Scan it;
+    scan_start(&it, boxes, m, lo, hi, xs, xs, clear);
+    int ray_g[4], nray = 0, hit_g[4], nhit = 0; /* triangles waiting for a group of four */
+    for (uint32_t ray, hit; scan_block(&it, &f0, &ray, &hit);) {
+        for (; ray; ray &= ray - 1) {
+            ray_g[nray++] = f0 + lowest_bit(ray);
+            if (nray == 4 || !PS_GROUPS) {
+                in ^= crossings(pos, tri, ray_g, nray, x);
+                nray = 0;
+            }
+        }
+        for (; hit; hit &= hit - 1) {
+            hit_g[nhit++] = f0 + lowest_bit(hit);
+            if (nhit == 4 || !PS_GROUPS) {
+                nearest_of(pos, tri, hit_g, nhit, x, &near, &best, t_near);
+                nhit = 0;
+            }
+        }
+    }
+    if (nray) in ^= crossings(pos, tri, ray_g, nray, x);
+    if (nhit) nearest_of(pos, tri, hit_g, nhit, x, &near, &best, t_near);
     int entry = -1;
     if (in) { /* the triangle nearest the start, of those whose plane i is behind now */
-        double best = 0.0, tf[3];
-        for (int f = 0; f < m; f++) {
+        double first = 0.0;
+        int f = 0;
+#if defined(__AVX2__)
+        /* four triangles a time: each lane normal_of, dot3 and nearest's arithmetic (see nearest4) */
+        __m256d xv[3], pv[3];
+        for (int d = 0; d < 3; d++) {
+            xv[d] = _mm256_set1_pd(x[d]);
+            pv[d] = _mm256_set1_pd(p[d]);
+        }
+        for (; f + 4 <= m; f += 4) {
+            __m256d a[3], b[3], c[3], u[3], v[3], e[3], tv[3];
+            int g[4] = {f, f + 1, f + 2, f + 3};
+            corners4(pos, tri, g, a, b, c);
+            for (int d = 0; d < 3; d++) {
+                u[d] = _mm256_sub_pd(b[d], a[d]);
+                v[d] = _mm256_sub_pd(c[d], a[d]);
+                e[d] = _mm256_sub_pd(xv[d], a[d]);
+            }
+            __m256d n0 = _mm256_sub_pd(_mm256_mul_pd(u[1], v[2]), _mm256_mul_pd(u[2], v[1]));
+            __m256d n1 = _mm256_sub_pd(_mm256_mul_pd(u[2], v[0]), _mm256_mul_pd(u[0], v[2]));
+            __m256d n2 = _mm256_sub_pd(_mm256_mul_pd(u[0], v[1]), _mm256_mul_pd(u[1], v[0]));
+            __m256d side = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(n0, e[0]), _mm256_mul_pd(n1, e[1])),
+                                         _mm256_mul_pd(n2, e[2]));
+            int behind = _mm256_movemask_pd(_mm256_cmp_pd(side, _mm256_setzero_pd(), _CMP_LT_OQ));
+            if (!behind) continue;
+            corners4(prev, tri, g, a, b, c);
+            double d2[4];
+            _mm256_storeu_pd(d2, nearest4(a, b, c, pv, tv));
+            for (int k = 0; k < 4; k++)
+                if (((behind >> k) & 1) && (entry < 0 || d2[k] < first)) {
+                    first = d2[k];
+                    entry = f + k;
+                }
+        }
+#endif
+        for (; f < m; f++) {
             int ia = tri[3 * f], ib = tri[3 * f + 1], ic = tri[3 * f + 2];
             double n1[3];
             normal_of(pos, ia, ib, ic, n1);
@@ -570,8 +876,8 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
             double d1[3] = {x[0] - a1[0], x[1] - a1[1], x[2] - a1[2]};
             if (!(dot3(n1, d1) < 0.0)) continue;
             double d2 = nearest(prev + 3L * ia, prev + 3L * ib, prev + 3L * ic, p, tf);
-            if (entry < 0 || d2 < best) {
-                best = d2;
+            if (entry < 0 || d2 < first) {
+                first = d2;
                 entry = f;
             }
         }
@@ -580,21 +886,10 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     double t[3] = {0.0, 0.0, 0.0};
     if (f >= 0) {
         nearest(pos + 3L * tri[3 * f], pos + 3L * tri[3 * f + 1], pos + 3L * tri[3 * f + 2], x, t);
-    } else { /* the nearest triangle, of those whose grown box held i at the pass's start */
-        double best = 0.0, tf[3];
-        const double *xs = s->snap + 3L * i;
-        BoxScan it;
-        scan_start(&it, boxes, m, xs, xs);
-        for (int g; (g = scan_next(&it)) >= 0;) {
-            double d2 = nearest(pos + 3L * tri[3 * g], pos + 3L * tri[3 * g + 1], pos + 3L * tri[3 * g + 2],
-                                x, tf);
-            if (f < 0 || d2 < best) {
-                best = d2;
-                f = g;
-                t[0] = tf[0], t[1] = tf[1], t[2] = tf[2];
-            }
-        }
-        if (f < 0) return 0;
+    } else {
+        if (near < 0) return 0;
+        f = near;
+        t[0] = t_near[0], t[1] = t_near[1], t[2] = t_near[2];
     }
     int k[3] = {tri[3 * f], tri[3 * f + 1], tri[3 * f + 2]};
     double q[3], dv[3], n[3];
@@ -602,18 +897,27 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
         q[d] = (t[0] * pos[3L * k[0] + d] + t[1] * pos[3L * k[1] + d]) + t[2] * pos[3L * k[2] + d];
         dv[d] = x[d] - q[d];
     }
-    double dist = 0.0;
-    if (!in && entry < 0) dist = sqrt(dot3(dv, dv));
-    if (in || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
-        if (!feature_normal(pos, tri, m, k, t, n)) return 0;
-    } else {
-        for (int d = 0; d < 3; d++) n[d] = dv[d] / dist;
-    }
     double nt[3];
     normal_of(pos, k[0], k[1], k[2], nt);
     double skin = PS_SURFACE_SKIN * sqrt(sqrt(dot3(nt, nt))); /* of the triangle's size */
     double sep = s->radius[i] + ((t[0] * s->radius[k[0]] + t[1] * s->radius[k[1]]) + t[2] * s->radius[k[2]]);
     sep = sep + skin;
+    double dist = 0.0;
+    if (!in && entry < 0) {
+        /* Outside, and (finite, nonzero) d2 over sep^2 by a margin: the normal is dv / dist and
+         * resolve's C, the rounded dv . n - sep, is at least sqrt(d2) (1 - 9 eps) - sep > 0 (no
+         * contact, nothing moved), so it is not called */
+        double d2 = dot3(dv, dv);
+        if (sep >= 0.0 && d2 > (sep * sep) * (1.0 + 1e-9)
+            && d2 > (PS_MIN_LENGTH * PS_MIN_LENGTH) * (1.0 + 1e-9) && d2 < INFINITY)
+            return 0;
+        dist = sqrt(d2);
+    }
+    if (in || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
+        if (!feature_normal(pos, tri, m, k, t, n)) return 0;
+    } else {
+        for (int d = 0; d < 3; d++) n[d] = dv[d] / dist;
+    }
     double mu = sqrt(mu_of(s, i) * s->body_friction[B]);
     double e_i = e_of(s, i), e_b = s->body_restitution[B];
     return resolve(s, i, k, t, n, sep, mu, e_i > e_b ? e_i : e_b, B, q);
