@@ -19,9 +19,9 @@ checks that the values that start reads (the colliders' velocities and dampings,
 flags and rolling resistances) are still those it read; if one changed, the world starts
 from Python again. Such worlds with nothing of Python's to do around their frames (the lane,
 ``_lane``) are checked in C as well, all in one call: the Store's rows and counted edits and the
-settings, as Python armed them (``Frame.arm``); a call with the worlds of the calling
-thread's last call, in the same order, finds them through what that call found
-(``_Roster``). The other worlds (the NumPy backend, or systems of the user's, which run Python
+settings, as Python armed them (``Frame.arm``); a call with the worlds of one of the calling
+thread's recent calls (ROSTERS lists), in the same order, finds them through what that call
+found (``_Roster``). The other worlds (the NumPy backend, or systems of the user's, which run Python
 inside the frame) are stepped on the calling thread in list order.
 """
 
@@ -95,8 +95,8 @@ def _claimed(worlds: Any) -> tuple[list[World], list[int]]:
 
 class _Roster:
     """A list of worlds as step_many found them (``_claimed``), kept by the calling thread for
-    its next call with the same worlds in the same order: that call holds them and hands the
-    C core the lane (``_lane``) without looking each world up again. Which worlds Python steps
+    its later calls with the same worlds in the same order: such a call holds them and hands
+    the C core the lane (``_lane``) without looking each world up again. Which worlds Python steps
     and which the C core runs is what the first call found; a world changed since is stepped
     right either way (one that gained a system has its lane cleared, and Python begins its
     frames as it finds it). It refers to the worlds weakly: a world let go of is freed at once,
@@ -117,9 +117,9 @@ class _Roster:
             self.array = ffi.new("ps_world *[]", self.keep)
             self.status = ffi.new("int32_t[]", len(batched))
 
-    def worlds(self, worlds: Any) -> list[World] | None:
+    def worlds(self, worlds: list[World] | tuple[World, ...]) -> list[World] | None:
         """``worlds`` as a list if they are this roster's worlds, in its order; else None."""
-        if type(worlds) not in (list, tuple) or len(worlds) != len(self.refs):
+        if len(worlds) != len(self.refs):
             return None
         now = [r() for r in self.refs]
         return cast(list[World], now) if now == list(worlds) else None
@@ -139,9 +139,31 @@ class _Roster:
             raise
 
 
+ROSTERS = 4  # the lists of worlds a thread's rosters remember (the most recent)
+
+
 class _Rosters(threading.local):
-    """Each calling thread's last roster."""
-    roster: _Roster | None = None
+    """Each calling thread's rosters of its last ROSTERS lists of worlds, by (length, the ids
+    of the first and the last world)."""
+
+    def __init__(self) -> None:
+        self.rosters: dict[tuple[int, int, int], _Roster] = {}
+
+    def find(self, worlds: Any) -> tuple[_Roster | None, list[World] | None]:
+        """The roster of ``worlds`` and the worlds as a list, or (None, None)."""
+        if type(worlds) not in (list, tuple) or not worlds:
+            return None, None
+        roster = self.rosters.get((len(worlds), id(worlds[0]), id(worlds[-1])))
+        held = roster.worlds(worlds) if roster is not None else None
+        return (roster, held) if held is not None else (None, None)
+
+    def keep(self, roster: _Roster, held: list[World]) -> None:
+        """Remember ``roster`` for the list ``held`` (forgetting the oldest beyond ROSTERS)."""
+        rosters = self.rosters
+        if held:
+            rosters[(len(held), id(held[0]), id(held[-1]))] = roster
+            while len(rosters) > ROSTERS:
+                del rosters[next(iter(rosters))]
 
 
 _ROSTERS = _Rosters()  # (per thread: two threads never share a roster)
@@ -163,18 +185,17 @@ def step_many(worlds: Sequence[World], frames: int = 1, *, threads: int = 1) -> 
     raised what."""
     frames = _validate.integer("frames", frames, 0, 2**31 - 1)
     threads = _validate.integer("threads", threads, 1, MAX_THREADS)
-    roster = _ROSTERS.roster
-    held = roster.worlds(worlds) if roster is not None else None
+    roster, held = _ROSTERS.find(worlds)
     batched: list[int] = []
     if roster is not None and held is not None:
         roster.claim()
     else:
         held, batched = _claimed(worlds)
-        roster = None
     released = _Released(roster.guards if roster is not None else [w._guard for w in held])
     try:
-        if roster is None:  # (another list than the last call's: what _claimed found, kept)
-            roster = _ROSTERS.roster = _Roster(held, batched)
+        if roster is None:  # (a list none of the recent calls had: what _claimed found, kept)
+            roster = _Roster(held, batched)
+            _ROSTERS.keep(roster, held)
         errors = _run(held, roster, frames, threads, released)
     finally:
         released.rest()
@@ -255,11 +276,19 @@ def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
     watched value had changed, or a scan found an unstable particle). Returns the others
     (index: frames to go), for Python to start."""
     ffi, lib = _native.require()
-    batched = roster.batched
-    for k, (context, counts) in enumerate(roster.contexts):
-        if not intact(context, counts):
-            worlds[batched[k]]._frame.unarm()  # type: ignore[union-attr]
-    lib.ps_lane_worlds(roster.array, len(batched), frames, threads, roster.status)
+    batched, contexts = roster.batched, roster.contexts
+    runner = _runner() if threads > 1 and len(batched) > CHUNK else None
+    if runner is None:
+        _unarm_ghosts(worlds, batched, contexts, 0, len(batched))
+        lib.ps_lane_worlds(roster.array, len(batched), frames, threads, roster.status)
+    else:  # esper's check of the next CHUNK worlds while the runner's thread runs the last ones
+        try:
+            for k in range(0, len(batched), CHUNK):
+                end = min(k + CHUNK, len(batched))
+                _unarm_ghosts(worlds, batched, contexts, k, end)
+                lib.ps_runner_post(runner, roster.array + k, end - k, threads - 1, frames, roster.status + k)
+        finally:
+            lib.ps_runner_wait(runner)
     status = np.frombuffer(ffi.buffer(roster.status), dtype=np.int32)
     for k in np.flatnonzero(status == 1).tolist():
         release(batched[k])
@@ -279,6 +308,15 @@ def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
             continue
         release(i)
     return left
+
+
+def _unarm_ghosts(worlds: list[World], batched: list[int], contexts: list[tuple[str, Any]],
+                  k0: int, k1: int) -> None:
+    """Clear the lane of each world of ``batched[k0:k1]`` whose esper context lost an entity
+    behind pysoft's back (Python sweeps them at its frame's start)."""
+    for k in range(k0, k1):
+        if not intact(*contexts[k]):
+            worlds[batched[k]]._frame.unarm()  # type: ignore[union-attr]
 
 
 def _run_chunk(worlds: list[World], left: dict[int, int], threads: int,
@@ -352,7 +390,7 @@ def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
             array = ffi.new("ps_world *[]", batch.runs) if batch.runs else None
             lib.ps_runner_wait(runner)
             if batch.runs:
-                lib.ps_runner_post(runner, array, len(batch.runs), threads - 1)
+                lib.ps_runner_post(runner, array, len(batch.runs), threads - 1, 0, ffi.NULL)
             end_running()
             running = (batch, left, array)
     finally:

@@ -536,14 +536,16 @@ def _small(i: int) -> pysoft.World:
     return w
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("threads", "count"), [(1, 6), (2, 6), (2, 35)])
 def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_python(
-        monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+        monkeypatch: pytest.MonkeyPatch, threads: int, count: int) -> None:
     """Worlds whose last frame step_many ran in C and that nothing changed since continue in C
-    (the lane: no Python start); a changed setting, a changed row, a counted edit, an esper
-    deletion behind pysoft's back or a step() of the world's own sends that world alone
-    through Python; every world stays bit for bit what a loop of step() makes of it."""
-    many, loop = [_small(i) for i in range(6)], [_small(i) for i in range(6)]
+    (the lane: no Python start; 35 worlds on two threads: chunk by chunk on the core's own
+    thread while this one checks the next chunk's); a changed setting, a changed row, a
+    counted edit, an esper deletion behind pysoft's back or a step() of the world's own sends
+    that world alone through Python; every world stays bit for bit what a loop of step()
+    makes of it."""
+    many, loop = [_small(i) for i in range(count)], [_small(i) for i in range(count)]
 
     def both(frames: int) -> None:
         pysoft.step_many(many, frames, threads=threads)
@@ -569,13 +571,14 @@ def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_py
     changes: list[Callable[[pysoft.World], Any]] = [
         lambda w: setattr(w, "drag", 0.25), lambda w: w.add_particle((3.0, 3.0)), edit,
         delete_through_esper, lambda w: w.step()]
+    changed = [(7 * k) % count for k in range(len(changes))]  # (worlds in several chunks)
     for k, change in enumerate(changes):
-        change(many[k])
-        change(loop[k])
-        # (from the edit on, world 2 has a spring that may tear: Python after every frame)
-        tearing = {id(many[2])} if k >= 2 else set()
+        change(many[changed[k]])
+        change(loop[changed[k]])
+        # (from the edit on, that world has a spring that may tear: Python after every frame)
+        tearing = {id(many[changed[2]])} if k >= 2 else set()
         both(1)
-        assert {id(w) for w in started} == {id(many[k])} | tearing, k
+        assert {id(w) for w in started} == {id(many[changed[k]])} | tearing, k
         started.clear()
         both(2)  # (armed again)
         assert {id(w) for w in started} == tearing, k
@@ -583,8 +586,8 @@ def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_py
 
 
 def test_step_many_with_the_same_list_again_sees_every_change_to_it() -> None:
-    """A call with the worlds of this thread's last call finds them through what that call
-    found; the list changed in place, a world closed, held by another thread, given a system
+    """A call with the worlds of one of this thread's recent calls finds them through what
+    that call found; the list changed in place, a world closed, held by another thread, given a system
     or let go of, is seen as a new list would be; a world let go of is freed at once."""
     import weakref
 

@@ -260,7 +260,8 @@ void ps_lane_worlds(ps_world **worlds, int count, int frames, int threads, int32
 /* frame.c: a thread of its own that runs ps_run_worlds while the caller goes on (step_many's
  * Python work on one list of worlds overlaps the frames of the next). ps_runner_new starts
  * it (NULL where there are no threads, or starting one failed); ps_runner_post hands it
- * (worlds, count, threads) and returns at once; ps_runner_wait runs the worlds of that run
+ * (worlds, count, threads) and returns at once (with `status` not NULL, the worlds as
+ * ps_lane_worlds runs them: `frames` frames each, their status in status[k]); ps_runner_wait runs the worlds of that run
  * that no thread has taken yet on the calling thread, and returns when the run is done (at
  * once if none was posted), without waiting for the runner's thread to be scheduled when it
  * took none of them; ps_runner_free waits, stops and frees it. One run posted at a time (a
@@ -268,7 +269,8 @@ void ps_lane_worlds(ps_world **worlds, int count, int frames, int threads, int32
  * the caller that made it (nothing in it is shared). */
 typedef struct ps_runner ps_runner;
 ps_runner *ps_runner_new(void);
-void ps_runner_post(ps_runner *runner, ps_world **worlds, int count, int threads);
+void ps_runner_post(ps_runner *runner, ps_world **worlds, int count, int threads, int frames,
+                    int32_t *status);
 void ps_runner_wait(ps_runner *runner);
 void ps_runner_free(ps_runner *runner);
 

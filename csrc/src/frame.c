@@ -308,10 +308,12 @@ void ps_lane_worlds(ps_world **worlds, int count, int frames, int threads, int32
 #if defined(_WIN32)
 
 ps_runner *ps_runner_new(void) { return NULL; }
-void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
+void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads, int frames,
+                    int32_t *status)
 {
     (void)r;
-    ps_run_worlds(worlds, count, threads);
+    if (status) ps_lane_worlds(worlds, count, frames, threads, status);
+    else ps_run_worlds(worlds, count, threads);
 }
 void ps_runner_wait(ps_runner *r) { (void)r; }
 void ps_runner_free(ps_runner *r) { (void)r; }
@@ -327,6 +329,8 @@ struct ps_runner {
     uint64_t ticket;      /* the current run's: see above */
     ps_world **worlds;    /* the current run's worlds */
     int count, threads;   /* its worlds (0: none pending), the runner's threads for it */
+    int frames;           /* a lane run's (status not NULL): ps_lane_worlds's frames, statuses */
+    int32_t *status;
     int finished;         /* its worlds finished */
     int quit;
 };
@@ -362,7 +366,8 @@ static void runner_take(ps_runner *r, unsigned run)
         if (k < 0) return;
         ps_world **worlds = r->worlds;  /* (the run's: it cannot end while world k is not done) */
         if (k + 1 < count) prefetch_world(worlds[k + 1]);
-        run_world(worlds[k]);
+        if (r->status) r->status[k] = lane_world(worlds[k], r->frames);
+        else run_world(worlds[k]);
         if (__atomic_add_fetch(&r->finished, 1, __ATOMIC_ACQ_REL) == count) {
             pthread_mutex_lock(&r->lock);
             pthread_cond_broadcast(&r->over);
@@ -441,16 +446,19 @@ void ps_runner_wait(ps_runner *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads)
+void ps_runner_post(ps_runner *r, ps_world **worlds, int count, int threads, int frames,
+                    int32_t *status)
 {
     ps_runner_wait(r);  /* one run at a time */
     if (count <= 0) return;
     if (count > PS_RUNNER_MAX) {  /* more than a ticket counts: here, now */
-        ps_run_worlds(worlds, count, threads);
+        if (status) ps_lane_worlds(worlds, count, frames, threads, status);
+        else ps_run_worlds(worlds, count, threads);
         return;
     }
     pthread_mutex_lock(&r->lock);
     r->worlds = worlds, r->count = count, r->threads = threads, r->finished = 0;
+    r->frames = frames, r->status = status;
     uint64_t run = r->posted + 1;
     __atomic_store_n(&r->ticket, ((run & PS_RUNNER_MAX) << 48) | ((uint64_t)count << 32),
                      __ATOMIC_RELEASE);
