@@ -132,7 +132,8 @@ class _Roster:
             for k, guard in enumerate(guards):
                 if guard.closed:
                     raise ValueError(f"worlds[{k}] was closed")
-                guard.claim("step_many")
+                if not guard.lock.acquire(False):  # (Guard.claim's, without its call)
+                    guard.claim("step_many")  # (ConcurrentUseError, or held after all)
         except BaseException:
             for guard in guards[:k]:
                 guard.release()
@@ -225,6 +226,14 @@ class _Released:
             self.done[i] = 1
             self.guards[i].release()
 
+    def many(self, indices: list[int]) -> None:
+        """Let go of the worlds ``indices``."""
+        done, guards = self.done, self.guards
+        for i in indices:
+            if not done[i]:
+                done[i] = 1
+                guards[i].lock.release()  # (Guard.release's, without its call)
+
     def rest(self) -> None:
         """Let go of every world not let go yet."""
         for i, done in enumerate(self.done):
@@ -290,8 +299,7 @@ def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
         finally:
             lib.ps_runner_wait(runner)
     status = np.frombuffer(ffi.buffer(roster.status), dtype=np.int32)
-    for k in np.flatnonzero(status == 1).tolist():
-        release(batched[k])
+    release.many([batched[k] for k in np.flatnonzero(status == 1).tolist()])
     left: dict[int, int] = {}
     for k in np.flatnonzero(status != 1).tolist():
         i = batched[k]
@@ -315,7 +323,8 @@ def _unarm_ghosts(worlds: list[World], batched: list[int], contexts: list[tuple[
     """Clear the lane of each world of ``batched[k0:k1]`` whose esper context lost an entity
     behind pysoft's back (Python sweeps them at its frame's start)."""
     for k in range(k0, k1):
-        if not intact(*contexts[k]):
+        context, counts = contexts[k]
+        if not intact(context, counts):
             worlds[batched[k]]._frame.unarm()  # type: ignore[union-attr]
 
 
