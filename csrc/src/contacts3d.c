@@ -516,6 +516,17 @@ static double nearest(const double *a, const double *b, const double *c, const d
 }
 
 #if defined(__AVX2__)
+
+/* Where `mask` is set, the barycentric weights (t0, t1, t2) become (a, b, c): nearest4's
+ * regions, each lane as nearest's branch for its region. */
+static inline void blend3(__m256d *t0, __m256d *t1, __m256d *t2, __m256d a, __m256d b, __m256d c,
+                          __m256d mask)
+{
+    *t0 = _mm256_blendv_pd(*t0, a, mask);
+    *t1 = _mm256_blendv_pd(*t1, b, mask);
+    *t2 = _mm256_blendv_pd(*t2, c, mask);
+}
+
 /* nearest() for four triangles at once: lane k of a, b, c (by coordinate) the corners of the k-th,
  * p the point; the weights in t[3], the squared distances returned. The weights are those of the
  * region nearest() would take (its tests in its order: the last blend is its first test), each
@@ -564,34 +575,22 @@ static inline __m256d nearest4(const __m256d a[3], const __m256d b[3], const __m
     }
     if (_mm256_movemask_pd(r_bc)) { /* edge bc */
         w = _mm256_div_pd(d43, _mm256_add_pd(d43, d56));
-        t0 = _mm256_blendv_pd(t0, zero, r_bc);
-        t1 = _mm256_blendv_pd(t1, _mm256_sub_pd(one, w), r_bc);
-        t2 = _mm256_blendv_pd(t2, w, r_bc);
+        blend3(&t0, &t1, &t2, zero, _mm256_sub_pd(one, w), w, r_bc);
     }
     if (_mm256_movemask_pd(r_ac)) { /* edge ac */
         w = _mm256_div_pd(d2, _mm256_sub_pd(d2, d6));
-        t0 = _mm256_blendv_pd(t0, _mm256_sub_pd(one, w), r_ac);
-        t1 = _mm256_blendv_pd(t1, zero, r_ac);
-        t2 = _mm256_blendv_pd(t2, w, r_ac);
+        blend3(&t0, &t1, &t2, _mm256_sub_pd(one, w), zero, w, r_ac);
     }
     /* corner c */
-    t0 = _mm256_blendv_pd(t0, zero, r_c);
-    t1 = _mm256_blendv_pd(t1, zero, r_c);
-    t2 = _mm256_blendv_pd(t2, one, r_c);
+    blend3(&t0, &t1, &t2, zero, zero, one, r_c);
     if (_mm256_movemask_pd(r_ab)) { /* edge ab */
         w = _mm256_div_pd(d1, _mm256_sub_pd(d1, d3));
-        t0 = _mm256_blendv_pd(t0, _mm256_sub_pd(one, w), r_ab);
-        t1 = _mm256_blendv_pd(t1, w, r_ab);
-        t2 = _mm256_blendv_pd(t2, zero, r_ab);
+        blend3(&t0, &t1, &t2, _mm256_sub_pd(one, w), w, zero, r_ab);
     }
     /* corner b */
-    t0 = _mm256_blendv_pd(t0, zero, r_b);
-    t1 = _mm256_blendv_pd(t1, one, r_b);
-    t2 = _mm256_blendv_pd(t2, zero, r_b);
+    blend3(&t0, &t1, &t2, zero, one, zero, r_b);
     /* corner a */
-    t0 = _mm256_blendv_pd(t0, one, r_a);
-    t1 = _mm256_blendv_pd(t1, zero, r_a);
-    t2 = _mm256_blendv_pd(t2, zero, r_a);
+    blend3(&t0, &t1, &t2, one, zero, zero, r_a);
 #undef PS_LE
 #undef PS_GE
 #undef PS_AND
