@@ -215,33 +215,33 @@ class _ConstraintTerm:
         return [*ops, *self.sweep_ops(live, h), *self.spin.keep_ops(h, mode)]
 
     def sweep(self, live: list[_Solver], h: float, settle: bool) -> None:
-        plans = []
-        for s in live:  # multipliers accumulate over one substep's iterations
-            plans.append(s.batches.plan(s.links.index))
-            s.zero(s.table.n * s.per)
-        dim = self.ctx.dim
-        follow = int(not self.positions_only(settle))
-        for _ in range(self.ctx.settings._constraint_iterations if live else 0):
-            for s, nbatch in zip(live, plans, strict=True):
-                s.run(nbatch, dim, h, settle, follow)
+        for _, _, call, args in self.sweep_calls(live, h, settle):
+            call(*args)
 
     def sweep_ops(self, live: list[_Solver], h: float, after: Op | None = None) -> list[Op]:
-        """``sweep``'s calls: the main solve's, or (``after``: the settle_mass op, whose
+        """``sweep``'s calls as ops: the main solve's, or (``after``: the settle_mass op, whose
         result says whether it runs) the settle solve's."""
-        settle = after is not None
-        key, stage = ("settle", COLLIDE) if settle else ("solve", CONSTRAINTS)
-        ops, plans = [], []
+        key, stage = ("settle", COLLIDE) if after is not None else ("solve", CONSTRAINTS)
+        return [cached(s, f"{key}_{tag}", call, stage, after=after).set(*args)
+                for s, tag, call, args in self.sweep_calls(live, h, after is not None)]
+
+    def sweep_calls(self, live: list[_Solver], h: float,
+                    settle: bool) -> list[tuple[_Solver, str | int, Any, tuple[Any, ...]]]:
+        """One solve's calls, as (solver, "zero" or the iteration, bound kernel, its counts and
+        scalars): each live solver's multipliers zeroed (they accumulate over the substep's
+        iterations), then ``constraint_iterations`` sweeps over the solvers in turn (the
+        settle solve's if ``settle``)."""
+        plans: list[int] = []
+        calls: list[tuple[_Solver, str | int, Any, tuple[Any, ...]]] = []
         for s in live:
             plans.append(s.batches.plan(s.links.index))
-            ops.append(cached(s, "zero_" + key, s.zero, stage, after=after).set(s.table.n * s.per))
+            calls.append((s, "zero", s.zero, (s.table.n * s.per,)))
         dim = self.ctx.dim
         follow = int(not self.positions_only(settle))
         for k in range(self.ctx.settings._constraint_iterations):
             for s, nbatch in zip(live, plans, strict=True):
-                call = s.settle if settle else s.solve
-                op = cached(s, f"{key}{k}", call, stage, after=after)
-                ops.append(op.set(*s.arguments(nbatch, dim, h, follow)))
-        return ops
+                calls.append((s, k, s.settle if settle else s.solve, s.arguments(nbatch, dim, h, follow)))
+        return calls
 
     def positions_only(self, settle: bool) -> bool:
         """Whether the sweep can leave the velocities alone: the main solve (not the settle)
