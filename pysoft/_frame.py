@@ -158,17 +158,18 @@ class Frame:
         if not value and self._lane:
             self.unarm()
 
-    def arm(self, features: Any, settings: Any) -> None:
-        """After a frame ``resumable``: set the world's lane (``ps_lane_worlds``, pysoft.many)
-        when nothing of Python's runs after its frames (``features.repeats()``) and no kernel
-        call is counted, armed with the versions of the plan its calls were made for (the
-        Store's rows and edits, the settings' changes) and its frame's length."""
+    def arm(self, features: Any, dt: float) -> None:
+        """After a frame ``resumable`` of length ``dt``: set the world's lane
+        (``ps_lane_worlds``, pysoft.many) when nothing of Python's runs after its frames
+        (``features.repeats()``) and no kernel call is counted, armed with the versions of the
+        plan its calls were made for (the Store's rows and edits, the settings' changes) and
+        that length."""
         w = self.world
         if not self._resumable or self.counted or not features.repeats():
             self.unarm()
             return
         w.armed[0], w.armed[1], w.armed[2] = self.plan[2], self.clock.edits, self.plan[3]
-        w.dt = min(settings._dt, settings._max_dt)
+        w.dt = dt
         w.lane, self._lane = 1, True
 
     def unarm(self) -> None:
@@ -376,12 +377,13 @@ def _group(ops: list[Op]) -> None:
 FORCES, INTEGRATE, CONSTRAINTS, COLLIDE, FINISH = range(5)  # the stages, as _pipeline.STAGES
 
 
-def cached(owner: Any, key: str, call: Any, stage: int, **how: Any) -> Op:
+def cached(owner: Any, key: str, call: Any, stage: int, also: Op | None = None, **how: Any) -> Op:
     """``owner``'s Op ``key`` for the bound kernel ``call``, made on first use (kept as the
-    attribute ``_op_<key>``)."""
+    attribute ``_op_<key>``), waiting on the ops asked for now (``after``, ``also``)."""
     name = "_op_" + key
     op: Op | None = owner.__dict__.get(name)
     if op is None:
         op = Op(call, stage, **how)
         setattr(owner, name, op)
+    op.after, op.also = how.get("after"), also
     return op

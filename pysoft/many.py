@@ -300,22 +300,22 @@ def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
             lib.ps_runner_wait(runner)
     status = np.frombuffer(ffi.buffer(roster.status), dtype=np.int32)
     release.many([batched[k] for k in np.flatnonzero(status == 1).tolist()])
-    left: dict[int, int] = {}
-    for k in np.flatnonzero(status != 1).tolist():
-        i = batched[k]
-        if status[k] == 0:
-            left[i] = frames
-            continue
-        w = worlds[i]
-        w.pipeline.unstable, w._stepping = -1, True
-        ran, error = _attempt(functools.partial(_continued, w, w._frame.world))  # type: ignore[union-attr]
-        if error is not None:
-            errors[i] = error
-        elif frames - (ran or 0) > 0:
-            left[i] = frames - (ran or 0)
-            continue
-        release(i)
+    left = {batched[k]: frames for k in np.flatnonzero(status != 1).tolist()}
+    tried = _Batch()
+    for k in np.flatnonzero(status == 2).tolist():
+        w = worlds[batched[k]]
+        _continuing(w)
+        tried.add(batched[k], w, w._frame.world, None)  # type: ignore[union-attr]
+    _ended(tried, left, errors, release)
+    _drop_done(left, release)
     return left
+
+
+def _drop_done(left: dict[int, int], release: _Released) -> None:
+    """Let go of the worlds of ``left`` (index: frames to go) with none to go."""
+    for i in [i for i, n in left.items() if n <= 0]:
+        del left[i]
+        release(i)
 
 
 def _unarm_ghosts(worlds: list[World], batched: list[int], contexts: list[tuple[str, Any]],
@@ -337,9 +337,7 @@ def _run_chunk(worlds: list[World], left: dict[int, int], threads: int,
             ffi, lib = _native.require()
             lib.ps_run_worlds(ffi.new("ps_world *[]", batch.runs), len(batch.runs), threads)
         _ended(batch, left, errors, release)
-        for i in [i for i, n in left.items() if n <= 0]:
-            del left[i]
-            release(i)
+        _drop_done(left, release)
 
 
 class _Runners(threading.local):
@@ -514,7 +512,7 @@ class _Pending:
             _advance(w.pipeline, self.dt, ran - 1)
             error = w._diagnose(self.h, self.systems)
             frame.resumable = frame.resumes and w.pipeline.unstable < 0
-            frame.arm(w._features, w._settings)
+            frame.arm(w._features, self.dt)
         finally:
             w._stepping = False
         w._end(self.dt, error, self.systems, frame.seconds)
@@ -547,8 +545,13 @@ def _resumed(w: World, frames: int) -> Any:
     runs = frame.resumed(frames if repeats else 1,
                          (min(s._dt, s._max_dt) / s._substeps, s._substeps, frame.clock.value, s._changes))
     if runs is not None:
-        w.pipeline.unstable, w._stepping = -1, True
+        _continuing(w)
     return runs
+
+
+def _continuing(w: World) -> None:
+    """``w``'s state while C continues its last frame (``_continued`` ends it)."""
+    w.pipeline.unstable, w._stepping = -1, True
 
 
 def _continued(w: World, runs: Any) -> int:

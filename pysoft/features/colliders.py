@@ -256,11 +256,12 @@ class _CollideTerm:
         ``frame_start``."""
         return [self.op(h)] if self.C.n else []
 
-    def op(self, h: float, key: str = "collide", after: Op | None = None) -> Op:
+    def op(self, h: float, key: str = "collide", after: Op | None = None, also: Op | None = None) -> Op:
         """The sweep as an op: on a frame's first substep a new contact report (``clear``,
-        the 9th of its counts and scalars), or (``after``) only when that op moved something."""
+        the 9th of its counts and scalars), or (``after``) only when that op (or ``also``)
+        moved something."""
         s = self.ctx.settings
-        op = cached(self, key, self.collide, COLLIDE, vary=8 if after is None else -1, after=after)
+        op = cached(self, key, self.collide, COLLIDE, also, vary=8 if after is None else -1, after=after)
         return op.set(self.P.n, self.C.n, self.faces.n, self.ctx.dim, s._contact_iterations, h,
                       s._restitution_threshold, s._threads, 0)
 
@@ -300,9 +301,7 @@ class _RecollideTerm:
         movers = self.term.ctx.pipeline.movers
         if not movers:
             return []
-        op = self.term.op(h, "again", after=movers[0])
-        op.after, op.also = movers[0], (movers[1] if len(movers) > 1 else None)
-        return [op]
+        return [self.term.op(h, "again", after=movers[0], also=movers[1] if len(movers) > 1 else None)]
 
 
 class Colliders(Feature):
