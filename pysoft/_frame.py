@@ -30,7 +30,7 @@ from typing import Any
 
 from pysoft import _kernels, _native
 
-EVERY, LAST = 0, 2  # Op.when: every substep, or only the last one
+EVERY, ONCE, LAST = 0, 1, 2  # Op.when: every substep, only the first one, or only the last one
 ROWS_COMBINE = {"void": 0, "sum": 1, "first": 2}  # Kernel.rows, as ps_op's combine
 GROUP_MAX = 16  # the most ops in a row group (frame.c's PS_GROUP_MAX)
 FIRST, PARITY = 0, 1  # Op's varying scalar: 1 on the first substep (else 0), or substep % 2

@@ -226,6 +226,40 @@ def test_a_change_of_values_reaches_the_next_one_call_frame(name: str) -> None:
     assert frames == (10 if name == "a collider starts moving" else 40)
 
 
+def test_muscles_set_their_rest_lengths_once_a_frame_in_one_call() -> None:
+    """A voxel walker driven by its gait, a new activation every frame: the one-call frame sets
+    the muscles' rest lengths on its first substep only (nothing else in its calls writes an
+    activation or a rest length), the stages on every substep, and the frames are the same bit
+    for bit; the other kernels are called as often both ways."""
+    from pysoft.build.voxels import WALKER, gait
+
+    def walker() -> tuple[pysoft.World, Any]:
+        w = pysoft.World(substeps=8)
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=1.0)
+        return w, build.voxels(w, WALKER, origin=(0.5, 0.0))
+
+    with _kernels.counting() as one:
+        fused, robot_f = walker()
+    with _kernels.counting() as staged_calls:
+        staged, robot_s = walker()
+    staged.add_system(_Noop(), priority=50)
+    action = np.empty(len(robot_f.actuators))
+    frames = 60
+    for frame in range(frames):
+        gait(robot_f.actuators, frame, action)
+        robot_f.drive(1.0 + 0.5 * action)
+        robot_s.drive(1.0 + 0.5 * action)
+        fused.step()
+        staged.step()
+        assert _state(fused) == _state(staged), f"frame {frame}"
+        assert fused.store.springs.view("rest_length").tobytes() == \
+            staged.store.springs.view("rest_length").tobytes(), f"frame {frame}"
+    assert one["run_frame"] == frames and one["muscles"] == frames
+    assert staged_calls["muscles"] == frames * 8
+    calls = {k: v for k, v in one.items() if not k.startswith("bind:") and k not in ("run_frame", "muscles")}
+    assert calls == {k: v for k, v in staged_calls.items() if not k.startswith("bind:") and k != "muscles"}
+
+
 def test_a_lone_body_that_starts_colliding_with_itself_calls_the_contacts() -> None:
     """The body-contact pass runs for a lone body only when it collides with itself, a flag
     in the bodies' array (written without a change of rows)."""

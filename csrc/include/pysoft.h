@@ -190,7 +190,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
 /* frame.c: a frame's passes in one call. One ps_op per kernel call of a substep, in run
  * order: its kernel (an index into ps_op_names, the kernels of this header in order), the
  * arguments in the kernel's order by kind (pointers p, ints i, doubles d), and when it runs:
- * `when` 0 every substep, 2 only on the last; `vary` >= 0 names an i[] slot set at every
+ * `when` 0 every substep, 1 only on the first, 2 only on the last; `vary` >= 0 names an i[] slot set at every
  * substep (`vary_kind` 0: 1 on the first substep, else 0; 1: substep % 2); `after` >= 0
  * names an earlier op of the substep whose nonzero result this op waits on (`also` >= 0: or
  * that of this other earlier op; -1: none). `result` is the

@@ -34,14 +34,17 @@
  * over components run left to right (x, y, z; the rate a, b, c, each x then
  * y). Compiled with -ffp-contract=off.
  *
- * Two passes (the x86-64-v3 build, 2D): a scatter loop's additions wait on
- * each other through memory and cannot be vectorised, so pass 1 computes
- * every spring's force with no scatter (four springs per AVX2 iteration)
- * and pass 2 has each particle add its springs' forces from a list of them
- * in spring order (its incidence list, built by a counting sort when the
- * springs change). Each particle receives the same additions in the same
- * order as in the scatter loop, so the bits are the same on every build;
- * the baseline build and 3D keep the scatter loop.
+ * The x86-64-v3 build in 2D computes four springs' forces per AVX2
+ * iteration. On one thread it adds them to the particles at once, spring by
+ * spring, end a then end b, as the scatter loop does. On several threads,
+ * whose scatters would race, it makes two passes: pass 1 computes every
+ * spring's force with no scatter, each thread a range of springs, and pass
+ * 2 has each particle add its springs' forces from a list of them in spring
+ * order (its incidence list, built by a counting sort when the springs
+ * change), each thread a range of particles. Each particle receives the
+ * same additions in the same order as in the scatter loop, so the bits are
+ * the same on every build and thread count; the baseline build and 3D keep
+ * the scalar scatter loop.
  */
 #include <math.h>
 #include "internal.h"
@@ -76,14 +79,15 @@ PS_INLINE void spring_force(double *f, const double *xa, const double *xb,
 
 #define PS_SPRINGS_PER_THREAD 4096  /* the least springs in a part (ps_parts) */
 
-/* The x86-64-v3 build's pass 1 in 2D, four springs at a time: spring_force's arithmetic in
- * the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
- * so the same bits. Returns the first spring it left to the scalar loop. */
-static int spring_forces_2d_avx(double *restrict f_out, const double *restrict pos,
-                                const double *restrict vel,
-                                const int32_t *restrict pairs, const double *restrict rest_length,
-                                const double *restrict stiffness,
-                                const double *restrict damping, int m)
+/* The x86-64-v3 build's spring forces in 2D, four springs at a time: spring_force's arithmetic
+ * in the same order (0.0 + dx dx + dy dy; the vector sqrt and divide round as the scalar ones),
+ * so the same bits; stored as rows of f_out (pass 1), or, where `force` is not NULL, added to
+ * it as the scatter loop adds them. Returns the first spring it left to the scalar loop. */
+PS_INLINE int spring_forces_2d_avx(double *restrict f_out, double *force, const double *restrict pos,
+                                    const double *restrict vel,
+                                    const int32_t *restrict pairs, const double *restrict rest_length,
+                                    const double *restrict stiffness,
+                                    const double *restrict damping, int m)
 {
     const __m256d zero = _mm256_setzero_pd(), dead = _mm256_set1_pd(-0.0);
     const __m256d min_length = _mm256_set1_pd(PS_MIN_LENGTH), one = _mm256_set1_pd(1.0);
@@ -111,6 +115,16 @@ static int spring_forces_2d_avx(double *restrict f_out, const double *restrict p
         __m256d fx = _mm256_blendv_pd(dead, _mm256_mul_pd(s, ux), live);
         __m256d fy = _mm256_blendv_pd(dead, _mm256_mul_pd(s, uy), live);
         __m256d lo = _mm256_unpacklo_pd(fx, fy), hi = _mm256_unpackhi_pd(fx, fy);
+        if (force) { /* spring order, end a then end b: the scatter loop's additions */
+            __m128d r[4] = {_mm256_castpd256_pd128(lo), _mm256_castpd256_pd128(hi),
+                            _mm256_extractf128_pd(lo, 1), _mm256_extractf128_pd(hi, 1)};
+            long ab[8] = {a0, b0, a1, b1, a2, b2, a3, b3};
+            for (int q = 0; q < 4; q++) {
+                _mm_storeu_pd(force + ab[2 * q], _mm_add_pd(_mm_loadu_pd(force + ab[2 * q]), r[q]));
+                _mm_storeu_pd(force + ab[2 * q + 1], _mm_sub_pd(_mm_loadu_pd(force + ab[2 * q + 1]), r[q]));
+            }
+            continue;
+        }
         /* lo = [x0 y0 x2 y2], hi = [x1 y1 x3 y3]: stored as rows (x0 y0 x1 y1 x2 y2 x3 y3) */
         _mm256_storeu_pd(f_out + 2L * j, _mm256_permute2f128_pd(lo, hi, 0x20));
         _mm256_storeu_pd(f_out + 2L * j + 4, _mm256_permute2f128_pd(lo, hi, 0x31));
@@ -160,7 +174,7 @@ static void spring_forces_2d(void *args, int part, int parts)
     const SpringPass *t = args;
     int j = ps_part_start(t->m, part, parts), stop = ps_part_start(t->m, part + 1, parts);
     const int32_t *pairs = t->pairs;
-    j += spring_forces_2d_avx(t->f + 2L * j, t->pos, t->vel, pairs + 2L * j, t->rest_length + j,
+    j += spring_forces_2d_avx(t->f + 2L * j, NULL, t->pos, t->vel, pairs + 2L * j, t->rest_length + j,
                               t->stiffness + j, t->damping + j, stop - j);
     for (; j < stop; j++) {
         long a = 2L * pairs[2 * j], b = 2L * pairs[2 * j + 1];
@@ -215,6 +229,11 @@ void ps_springs(double *force, const double *pos, const double *vel,
                 int m, int dim, int n, int threads)
 {
 #if defined(__AVX2__)
+    if (dim == 2 && ps_parts(threads, m, PS_SPRINGS_PER_THREAD) == 1) { /* one thread: one pass */
+        int j = spring_forces_2d_avx(NULL, force, pos, vel, pairs, rest_length, stiffness, damping, m);
+        spring_scatter(force, pos, vel, pairs + 2L * j, rest_length + j, stiffness + j, damping + j, m - j, 2);
+        return;
+    }
     if (dim == 2) {
         if (!incidence_state[0] || incidence_state[1] != m || incidence_state[2] != n) {
             build_incidence(spring_end, incidence, pairs, m, n);

@@ -12,7 +12,7 @@ import numpy as np
 from pysoft import _validate
 from pysoft._constants import MUSCLE_RANGE
 from pysoft._ecs import Column, RowView
-from pysoft._frame import FORCES, Op, cached
+from pysoft._frame import FORCES, ONCE, Op, cached
 from pysoft._kernels import Arg, Kernel, register
 from pysoft._pipeline import MAIN
 from pysoft._store import Field
@@ -141,7 +141,8 @@ class _SpringTerm:
     def ops(self, h: float) -> list[Op]:
         out = []
         if self.S.n and self.muscled():
-            out.append(cached(self, "muscles", self.muscles, FORCES).set(self.S.n, *MUSCLE_RANGE))
+            # (once a frame: nothing in a frame's calls changes an activation or a rest length)
+            out.append(cached(self, "muscles", self.muscles, FORCES, when=ONCE).set(self.S.n, *MUSCLE_RANGE))
         if self.S.n:
             out.append(cached(self, "springs", self.calls[MAIN], FORCES).set(*self.arguments()))
         if self.T.n:
