@@ -1044,22 +1044,36 @@ static inline double dist2(const double *x, const double *y)
     return (u0 * u0 + u1 * u1) + u2 * u2;
 }
 
-/* The most a contact's skin against surface o[0 .. m) (rows, three a triangle) can be while its
- * rows are within `drift` of snap, less 0.04 drift; PS_MIN_LENGTH; and 1e-10 of the body's box
- * for the rounding of the clearance and of the distance test (see the essay). The skin of
- * (a, b, c), PS_SURFACE_SKIN sqrt |(b - a) x (c - a)|, is at most PS_SURFACE_SKIN times
- * max(|b - a|, |c - a|), and each of those grows by at most 2 drift. */
-static double skin_bound(const double *snap, const int32_t *o, int m, const double *box)
+/* For the skin of a contact with surface o[0 .. m) (rows, three a triangle) while its rows are
+ * within e of snap (see the essay): the largest |(b - a) x (c - a)| of its triangles (a, b, c)
+ * in fb[1] and |b - a| + |c - a| in fb[2] (a corner moving by at most e, the skin
+ * PS_SURFACE_SKIN sqrt |(b - a) x (c - a)| is then at most PS_SURFACE_SKIN times
+ * sqrt(fb[1] + e (2 fb[2] + 4 e))); PS_MIN_LENGTH, and 1e-10 of the body's box for the rounding
+ * of the clearance and of the distance test, in fb[3]. */
+static void skin_bound(const double *snap, const int32_t *o, int m, const double *box, double *fb)
 {
-    double most = 0.0;
+    double area = 0.0, sides = 0.0;
     for (int f = 0; f + 3 <= m; f += 3) {
         const double *a = snap + 3L * o[f], *b = snap + 3L * o[f + 1], *c = snap + 3L * o[f + 2];
-        double e = dist2(b, a), g = dist2(c, a);
-        if (!(g <= e)) e = g;
-        if (!(e <= most)) most = e == e ? e : INFINITY;
+        double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]}, n[3];
+        cross3(u, v, n);
+        double e = sqrt(dot3(n, n)), g = sqrt(dot3(u, u)) + sqrt(dot3(v, v));
+        if (!(e <= area)) area = e == e ? e : INFINITY;
+        if (!(g <= sides)) sides = g == g ? g : INFINITY;
     }
     double scale = ((fabs(box[0]) + fabs(box[3])) + (fabs(box[1]) + fabs(box[4]))) + (fabs(box[2]) + fabs(box[5]));
-    return (PS_SURFACE_SKIN * sqrt(most) + PS_MIN_LENGTH) + 1e-10 * scale;
+    fb[1] = area * (1.0 + 1e-9);
+    fb[2] = sides * (1.0 + 1e-9);
+    fb[3] = PS_MIN_LENGTH + 1e-10 * scale;
+}
+
+/* The clearance a pair with a particle of no radius needs to be let go while nothing of the
+ * surface has moved in the pass (fb: a body's fat_drift; see the loop in ps_body_contacts_3d) */
+static inline double least_clear(const double *fb)
+{
+    double skin = PS_SURFACE_SKIN * sqrt(fb[1] + fb[0] * (2.0 * fb[2] + 4.0 * fb[0]));
+    return fb[0] + (skin + fb[3]) * (1.0 + 1e-6);
 }
 
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
@@ -1138,7 +1152,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
     /* the most a particle (dmax), and one of each body (fat_drift[2 b]), is from the lists'
      * positions, squared (a NaN counts as infinitely far) */
     double dmax = 0.0;
-    for (int b = 0; b < nb; b++) fat_drift[2L * b] = 0.0;
+    for (int b = 0; b < nb; b++) fat_drift[5L * b] = 0.0;
     for (int i = 0; i < n; i++) {
         double dd = 0.0;
         for (int d = 0; d < 3; d++) {
@@ -1155,7 +1169,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         sig = mix(sig, owner[i]);
         if (!(dd <= dmax)) dmax = dd == dd ? dd : INFINITY;
         int o = owner[i];
-        if (o >= 0 && !(dd <= fat_drift[2L * o])) fat_drift[2L * o] = dd == dd ? dd : INFINITY;
+        if (o >= 0 && !(dd <= fat_drift[5L * o])) fat_drift[5L * o] = dd == dd ? dd : INFINITY;
     }
     double margin = 2.0 * rmax, extent = 0.0;
     int targets = 0;
@@ -1179,8 +1193,9 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 if (c > hi[d]) hi[d] = c;
             }
         }
-        double *fb = fat_drift + 2L * b;
+        double *fb = fat_drift + 5L * b;
         fb[0] = sqrt(box[9] != 0.0 ? dmax : fb[0]);
+        fb[4] = least_clear(fb);
         double big = 0.0, side = 0.0;
         for (int d = 0; d < 3; d++)
             if (hi[d] - lo[d] > side) side = hi[d] - lo[d];
@@ -1273,9 +1288,10 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     long used = n ? (long)fat_first[n - 1] + fat_count[n - 1] : 0;
                     for (long e = 0; e < used; e++) fat_clear[e] = -INFINITY;
                     for (int b = 0; b < nb; b++) {
-                        fat_drift[2L * b] = 0.0;
-                        fat_drift[2L * b + 1] = skin_bound(snap, outline + outline_start[b],
-                                                           outline_count[b], aabb + PS_BOX * (long)b);
+                        fat_drift[5L * b] = 0.0;
+                        skin_bound(snap, outline + outline_start[b], outline_count[b],
+                                   aabb + PS_BOX * (long)b, fat_drift + 5L * b);
+                        fat_drift[5L * b + 4] = least_clear(fat_drift + 5L * b);
                     }
                     fat_state[0] = 1.0;
                     fat_state[1] = sig_hi;
@@ -1301,10 +1317,16 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
                         | (xs[2] < box[2]) | (xs[2] > box[5]))
                         continue;
-                    const double *fb = fat_drift + 2L * b;
+                    const double *fb = fat_drift + 5L * b;
                     if (cache && clear[q] > 0.0) { /* far enough outside: face_contact lets it go */
-                        double mv = 1.75 * surface_moved(&s, box);
-                        double rest = ((clear[q] - 1.05 * fb[0]) - 1.1 * mv) - (ri + fb[1]) * (1.0 + 1e-6);
+                        double mv = 1.75 * surface_moved(&s, box), rest;
+                        if (mv == 0.0) {
+                            rest = (clear[q] - fb[4]) - ri * (1.0 + 1e-6);
+                        } else {
+                            double e = fb[0] + mv;
+                            double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
+                            rest = ((clear[q] - fb[0]) - mv) - ((ri + skin) + fb[3]) * (1.0 + 1e-6);
+                        }
                         if (far < 0.0) far = dist2(pos + 3L * i, fat_pos + 3L * i);
                         if (rest > 0.0 && far < (rest * rest) * (1.0 - 1e-9)) continue;
                     }
