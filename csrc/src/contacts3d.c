@@ -118,8 +118,11 @@
  * g - |x - snap|, less the corners' moves in the pass (each coordinate), for the triangles
  * whose grown boxes at the pass's start held no snap_i. dB is fat_drift (the most a particle
  * of B's, or of any body's if B's surface has a row not B's alone, was from fat_pos at the
- * pass's start) plus sqrt 3 times what surface_moved says. The twin computes every pair; the
- * results are the same.
+ * pass's start) plus sqrt 3 times what surface_moved says. A pair whose particle is outside
+ * B's grown box at the pass's start (not met) takes c from the box instead: snap_i is outside
+ * the surface's corners' box, so outside the surface and at least box[6] plus how far beyond
+ * the grown box it is from it (`box_gap`); the clearance is tested before the box. The twin
+ * computes every pair; the results are the same.
  *
  * Order (the NumPy twin, pysoft/twins/contacts3d.py, follows it, so results
  * are bitwise equal): `iterations` times: every (i, B) pair (i ascending, B
@@ -1068,6 +1071,19 @@ static void skin_bound(const double *snap, const int32_t *o, int m, const double
     fb[3] = PS_MIN_LENGTH + 1e-10 * scale;
 }
 
+/* How far p, outside body box `box` (its surface's corners' box grown by box[6]), is from the
+ * corners' box: at least box[6] plus how far beyond the grown box it is in one coordinate */
+static inline double box_gap(const double *box, const double *p)
+{
+    double most = 0.0;
+    for (int d = 0; d < 3; d++) {
+        double e = box[d] - p[d], u = p[d] - box[3 + d];
+        if (u > e) e = u;
+        if (e > most) most = e;
+    }
+    return box[6] + most;
+}
+
 /* The clearance a pair with a particle of no radius needs to be let go while nothing of the
  * surface has moved in the pass (fb: a body's fat_drift; see the loop in ps_body_contacts_3d) */
 static inline double least_clear(const double *fb)
@@ -1310,25 +1326,31 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 const double *xs = snap + 3L * i;
                 const int32_t *list = fat_body + fat_first[i];
                 double *clear = fat_clear + fat_first[i];
-                double far = -1.0, ri = radius[i] + rmax; /* |x_i - fat_pos_i|^2, when needed */
+                /* |x_i - fat_pos_i| and |snap_i - fat_pos_i|, when first needed */
+                double di = -1.0, ds = -1.0, ri = (radius[i] + rmax) * (1.0 + 1e-6);
                 for (int q = 0; q < fat_count[i]; q++) {
                     int b = list[q];
                     double *box = aabb + PS_BOX * (long)b;
-                    if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
-                        | (xs[2] < box[2]) | (xs[2] > box[5]))
-                        continue;
                     const double *fb = fat_drift + 5L * b;
                     if (cache && clear[q] > 0.0) { /* far enough outside: face_contact lets it go */
-                        double mv = 1.75 * surface_moved(&s, box), rest;
+                        double mv = 1.75 * surface_moved(&s, box), need;
+                        if (di < 0.0) di = sqrt(dist2(pos + 3L * i, fat_pos + 3L * i));
                         if (mv == 0.0) {
-                            rest = (clear[q] - fb[4]) - ri * (1.0 + 1e-6);
+                            need = fb[4] + ri;
                         } else {
                             double e = fb[0] + mv;
                             double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
-                            rest = ((clear[q] - fb[0]) - mv) - ((ri + skin) + fb[3]) * (1.0 + 1e-6);
+                            need = (fb[0] + mv) + ((skin + fb[3]) * (1.0 + 1e-6) + ri);
                         }
-                        if (far < 0.0) far = dist2(pos + 3L * i, fat_pos + 3L * i);
-                        if (rest > 0.0 && far < (rest * rest) * (1.0 - 1e-9)) continue;
+                        if (clear[q] > need + di) continue;
+                    }
+                    if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
+                        | (xs[2] < box[2]) | (xs[2] > box[5])) {
+                        if (cache) { /* outside B's grown box: as far from its surface, at least */
+                            if (ds < 0.0) ds = sqrt(dist2(xs, fat_pos + 3L * i));
+                            clear[q] = box[0] <= box[3] ? (box_gap(box, xs) - ds) - fb[0] : -INFINITY;
+                        }
+                        continue;
                     }
                     if (box[7] == 0.0) {
                         make_boxes(snap, outline + outline_start[b], outline_count[b], box[6],
@@ -1336,7 +1358,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         box[7] = 1.0;
                     }
                     int hit = face_contact(&s, i, b, box, cache ? clear + q : NULL, fb, fat_pos);
-                    if (hit) far = -1.0; /* i moved */
+                    if (hit) di = -1.0; /* i moved */
                     contacts += hit;
                 }
             }
