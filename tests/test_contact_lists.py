@@ -164,3 +164,36 @@ def test_kept_clearances_let_go_only_pairs_that_stay_apart(va: float, vb: float)
             break
     assert touched > 0, "the cubes never touched"
     assert 0 <= kept_clear < touched - 2, "no clearances kept by the same lists before the touch"
+
+
+def test_a_clearance_kept_far_out_is_not_used_on_the_way_back() -> None:
+    """One cube listed 4 cm from another, outside its box, is driven 2 cm away (its pairs'
+    clearances made again there, from the box) and then back past where it was listed into
+    contact, the lists kept throughout: a clearance is relative to where the lists were
+    made, so it must not count the 2 cm the particle had gone away when it was made (leaving
+    out that drift lets the returning pairs go through the contact). Bit for bit with the
+    twin every frame."""
+    worlds = []
+    for backend in ("c", "python"):
+        w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+        a = build.cube(w, center=(-0.22, 0.0, 0.0), size=0.4, cells=3, particle_radius=0.01)
+        build.cube(w, center=(0.22, 0.03, 0.02), size=0.4, cells=3, particle_radius=0.01)
+        worlds.append((w, w.store.particles.rows(w.body(a).particles)))
+    (w, rows), (twin, twin_rows) = worlds
+    fat_pos = w.store.particles.arrays["fat_pos"]
+    made, touched = None, -1
+    for frame in range(16):
+        v = -0.3 if frame < 4 else 0.3
+        w.velocities[rows] = (v, 0.0, 0.0)
+        twin.velocities[twin_rows] = (v, 0.0, 0.0)
+        w.step()
+        twin.step()
+        assert w.positions.tobytes() == twin.positions.tobytes(), frame
+        assert w.velocities.tobytes() == twin.velocities.tobytes(), frame
+        if made is None:
+            made = fat_pos[: w.store.particles.n].copy()
+        assert np.array_equal(fat_pos[: w.store.particles.n], made), f"lists made again at {frame}"
+        if len(w.body_contacts.particles):
+            touched = frame
+            break
+    assert touched > 8, "the cubes never touched on the way back"
