@@ -1085,7 +1085,8 @@ static inline double box_gap(const double *box, const double *p)
 }
 
 /* The clearance a pair with a particle of no radius needs to be let go while nothing of the
- * surface has moved in the pass (fb: a body's fat_drift; see the loop in ps_body_contacts_3d) */
+ * surface has moved in the pass (fb: a body's fat_drift, which keeps it in fb[5] for the move
+ * fb[4] of its surface in the pass; see the loop in ps_body_contacts_3d) */
 static inline double least_clear(const double *fb)
 {
     double skin = PS_SURFACE_SKIN * sqrt(fb[1] + fb[0] * (2.0 * fb[2] + 4.0 * fb[0]));
@@ -1168,7 +1169,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
     /* the most a particle (dmax), and one of each body (fat_drift[2 b]), is from the lists'
      * positions, squared (a NaN counts as infinitely far) */
     double dmax = 0.0;
-    for (int b = 0; b < nb; b++) fat_drift[5L * b] = 0.0;
+    for (int b = 0; b < nb; b++) fat_drift[6L * b] = 0.0;
     for (int i = 0; i < n; i++) {
         double dd = 0.0;
         for (int d = 0; d < 3; d++) {
@@ -1185,7 +1186,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         sig = mix(sig, owner[i]);
         if (!(dd <= dmax)) dmax = dd == dd ? dd : INFINITY;
         int o = owner[i];
-        if (o >= 0 && !(dd <= fat_drift[5L * o])) fat_drift[5L * o] = dd == dd ? dd : INFINITY;
+        if (o >= 0 && !(dd <= fat_drift[6L * o])) fat_drift[6L * o] = dd == dd ? dd : INFINITY;
     }
     double margin = 2.0 * rmax, extent = 0.0;
     int targets = 0;
@@ -1209,9 +1210,10 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 if (c > hi[d]) hi[d] = c;
             }
         }
-        double *fb = fat_drift + 5L * b;
+        double *fb = fat_drift + 6L * b;
         fb[0] = sqrt(box[9] != 0.0 ? dmax : fb[0]);
-        fb[4] = least_clear(fb);
+        fb[4] = 0.0;
+        fb[5] = least_clear(fb);
         double big = 0.0, side = 0.0;
         for (int d = 0; d < 3; d++)
             if (hi[d] - lo[d] > side) side = hi[d] - lo[d];
@@ -1304,10 +1306,11 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     long used = n ? (long)fat_first[n - 1] + fat_count[n - 1] : 0;
                     for (long e = 0; e < used; e++) fat_clear[e] = -INFINITY;
                     for (int b = 0; b < nb; b++) {
-                        fat_drift[5L * b] = 0.0;
+                        fat_drift[6L * b] = 0.0;
                         skin_bound(snap, outline + outline_start[b], outline_count[b],
-                                   aabb + PS_BOX * (long)b, fat_drift + 5L * b);
-                        fat_drift[5L * b + 4] = least_clear(fat_drift + 5L * b);
+                                   aabb + PS_BOX * (long)b, fat_drift + 6L * b);
+                        fat_drift[6L * b + 4] = 0.0;
+                        fat_drift[6L * b + 5] = least_clear(fat_drift + 6L * b);
                     }
                     fat_state[0] = 1.0;
                     fat_state[1] = sig_hi;
@@ -1331,18 +1334,17 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 for (int q = 0; q < fat_count[i]; q++) {
                     int b = list[q];
                     double *box = aabb + PS_BOX * (long)b;
-                    const double *fb = fat_drift + 5L * b;
+                    double *fb = fat_drift + 6L * b;
                     if (cache && clear[q] > 0.0) { /* far enough outside: face_contact lets it go */
-                        double mv = 1.75 * surface_moved(&s, box), need;
-                        if (di < 0.0) di = sqrt(dist2(pos + 3L * i, fat_pos + 3L * i));
-                        if (mv == 0.0) {
-                            need = fb[4] + ri;
-                        } else {
-                            double e = fb[0] + mv;
+                        double moved_b = surface_moved(&s, box);
+                        if (!(moved_b == fb[4])) { /* the surface moved since fb[5] was made */
+                            double mv = 1.75 * moved_b, e = fb[0] + mv;
                             double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
-                            need = (fb[0] + mv) + ((skin + fb[3]) * (1.0 + 1e-6) + ri);
+                            fb[4] = moved_b;
+                            fb[5] = (fb[0] + mv) + (skin + fb[3]) * (1.0 + 1e-6);
                         }
-                        if (clear[q] > need + di) continue;
+                        if (di < 0.0) di = sqrt(dist2(pos + 3L * i, fat_pos + 3L * i));
+                        if (clear[q] > (fb[5] + ri) + di) continue;
                     }
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
                         | (xs[2] < box[2]) | (xs[2] > box[5])) {

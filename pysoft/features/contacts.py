@@ -58,7 +58,7 @@ register(Kernel(
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
      Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
      Arg("fat_body", ("npairs",), _I), Arg("fat_state", (8,)), Arg("fat_clear", ("npairs",)),
-     Arg("fat_drift", ("b", 5)), Arg("prev_pos", _P),
+     Arg("fat_drift", ("b", 6)), Arg("prev_pos", _P),
      Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
      Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
      Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
@@ -227,7 +227,7 @@ class BodyCollisions(Feature):
         table = ctx.store.work_table
         # each body's box; in 3D, how far its particles are from the lists' positions (see contacts3d.c)
         work = table("body_contact_boxes", {"aabb": Field((10,), np.float64),
-                                            "drift": Field((5,), np.float64)}, MAX_BODIES)
+                                            "drift": Field((6,), np.float64)}, MAX_BODIES)
         buckets = table("body_contact_buckets", {"bucket_start": Field((), np.int32),
                                                  "cell_start": Field((), np.int32)}, MAX_BUCKETS + 1)
         entries = table("body_contact_entries", {"body": Field((), np.int32)}, MAX_ENTRIES)
