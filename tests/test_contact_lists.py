@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from samplers import SAMPLERS, arrays_of, scalars_of
 
-import pysoft  # noqa: F401  (registers the kernels)
-from pysoft import _kernels
+import pysoft
+from pysoft import _kernels, build
 from pysoft._kernels import REGISTRY
 
 KERNEL = REGISTRY["body_contacts"]
@@ -29,6 +29,7 @@ STATE = ("pos", "vel", "contact_body", "contact_point", "contact_normal", "conta
 def _sample(dim: int, n: int = 400, seed: int = 3) -> dict[str, Any]:
     args = SAMPLERS["body_contacts"](np.random.default_rng(seed), n, dim)
     args["fat_body"] = np.zeros(n * len(args["body_flags"]), dtype=np.int32)  # room for every pair
+    args["fat_clear"] = np.zeros(len(args["fat_body"]))
     return args
 
 
@@ -118,8 +119,81 @@ def test_lists_too_long_for_their_room_are_made_in_turns(dim: int) -> None:
     args = _sample(dim)
     nb = len(args["body_flags"])
     args["fat_body"] = np.zeros(nb, dtype=np.int32)  # room for one body's worth of pairs
+    args["fat_clear"] = np.zeros(nb)
     t = _Twins(args)
     for _ in range(3):
         t.call()
         assert t.work["fat_state"][0] == 0.0  # never all listed at once: made again each call
         args["pos"] = args["pos"] + 0.001
+
+
+def _approaching_cubes(backend: str, va: float, vb: float) -> pysoft.World:
+    w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+    a = build.cube(w, center=(-0.23, 0.0, 0.0), size=0.4, cells=3, particle_radius=0.01)
+    b = build.cube(w, center=(0.23, 0.03, 0.02), size=0.4, cells=3, particle_radius=0.01)
+    for body, v in ((a, va), (b, vb)):
+        w.velocities[w.store.particles.rows(w.body(body).particles)] = (v, 0.0, 0.0)
+    return w
+
+
+@pytest.mark.parametrize("va, vb", [(0.05, -0.05), (0.1, 0.0), (0.0, -0.1)])
+def test_kept_clearances_let_go_only_pairs_that_stay_apart(va: float, vb: float) -> None:
+    """Two cubes closing slowly (0.1 m/s; both moving, or one of them): the lists are made
+    once and kept until after they touch, so pairs whose clearance was kept while they were
+    apart (contacts3d.c lets such a pair go without face_contact while its clearance, less
+    how far both have come since the lists were made, exceeds the separation) come into
+    contact with the same lists. The C kernel stays bit for bit with its twin (which computes
+    every pair) every frame. Leaving out either drift (the particle's or the surface's) makes
+    the moving-one-cube cases differ at frame 22."""
+    w, twin = _approaching_cubes("c", va, vb), _approaching_cubes("python", va, vb)
+    work = {t.name: t for t in w.store.work}
+    clear = work["body_contact_pairs"].arrays["clear"]
+    fat_pos = w.store.particles.arrays["fat_pos"]
+    made, kept_clear, touched = None, -1, -1
+    for frame in range(26):
+        w.step()
+        twin.step()
+        assert w.positions.tobytes() == twin.positions.tobytes(), frame
+        assert w.velocities.tobytes() == twin.velocities.tobytes(), frame
+        if made is None or not np.array_equal(fat_pos[: w.store.particles.n], made):
+            made, kept_clear = fat_pos[: w.store.particles.n].copy(), -1  # lists made again
+        if kept_clear < 0 and (clear[:1000] > 0.0).sum() >= 8:
+            kept_clear = frame
+        if touched < 0 and len(w.body_contacts.particles):
+            touched = frame
+            break
+    assert touched > 0, "the cubes never touched"
+    assert 0 <= kept_clear < touched - 2, "no clearances kept by the same lists before the touch"
+
+
+def test_a_clearance_kept_far_out_is_not_used_on_the_way_back() -> None:
+    """One cube listed 4 cm from another, outside its box, is driven 2 cm away (its pairs'
+    clearances made again there, from the box) and then back past where it was listed into
+    contact, the lists kept throughout: a clearance is relative to where the lists were
+    made, so it must not count the 2 cm the particle had gone away when it was made (leaving
+    out that drift lets the returning pairs go through the contact). Bit for bit with the
+    twin every frame."""
+    worlds = []
+    for backend in ("c", "python"):
+        w = pysoft.World(dim=3, gravity=(0.0, 0.0, 0.0), backend=backend)
+        a = build.cube(w, center=(-0.22, 0.0, 0.0), size=0.4, cells=3, particle_radius=0.01)
+        build.cube(w, center=(0.22, 0.03, 0.02), size=0.4, cells=3, particle_radius=0.01)
+        worlds.append((w, w.store.particles.rows(w.body(a).particles)))
+    (w, rows), (twin, twin_rows) = worlds
+    fat_pos = w.store.particles.arrays["fat_pos"]
+    made, touched = None, -1
+    for frame in range(16):
+        v = -0.3 if frame < 4 else 0.3
+        w.velocities[rows] = (v, 0.0, 0.0)
+        twin.velocities[twin_rows] = (v, 0.0, 0.0)
+        w.step()
+        twin.step()
+        assert w.positions.tobytes() == twin.positions.tobytes(), frame
+        assert w.velocities.tobytes() == twin.velocities.tobytes(), frame
+        if made is None:
+            made = fat_pos[: w.store.particles.n].copy()
+        assert np.array_equal(fat_pos[: w.store.particles.n], made), f"lists made again at {frame}"
+        if len(w.body_contacts.particles):
+            touched = frame
+            break
+    assert touched > 8, "the cubes never touched on the way back"

@@ -101,6 +101,29 @@
  * bits). An outside particle farther from its nearest triangle than the separation, by a
  * margin over the rounding of C, is let go before the normal: resolve would find C >= 0.
  *
+ * Clearance: while the lists are kept, each pair (i, B) of them keeps c (fat_clear), a lower
+ * bound on the distance from i to B's surface with every particle where the lists were made
+ * (fat_pos), i outside it; -inf (nothing known) when the lists are made, and whenever
+ * face_contact meets the pair and does not let it go outside. If D is at most the distance
+ * from x_i to the surface now, and each corner and i are within dB and di of fat_pos, then
+ * c = D - di - dB: a point of a triangle is a mean of its corners, so it moves no more than
+ * they do, and as the particles slide in straight lines from now to fat_pos, the distance
+ * never falls below c > 0 -- i never meets the surface, and whether it is inside (the parity
+ * of a ray's crossings, the tie rules of `claims` making it that of the exact surface) cannot
+ * change. For the same reason, on a later pass, if c - di - dB (those drifts then) is more
+ * than the largest separation the pair can have (r_i + the largest radius + the largest skin:
+ * see `skin_bound`), by a margin of 1e-6 and 1e-10 of the box over rounding, i is outside
+ * and farther than the separation: face_contact would let it go, moving nothing, and it is
+ * not called. D is face_contact's own: the least of the scanned triangles' distances, and of
+ * g - |x - snap|, less the corners' moves in the pass (each coordinate), for the triangles
+ * whose grown boxes at the pass's start held no snap_i. dB is fat_drift (the most a particle
+ * of B's, or of any body's if B's surface has a row not B's alone, was from fat_pos at the
+ * pass's start) plus sqrt 3 times what surface_moved says. A pair whose particle is outside
+ * B's grown box at the pass's start (not met) takes c from the box instead: snap_i is outside
+ * the surface's corners' box, so outside the surface and at least box[6] plus how far beyond
+ * the grown box it is from it (`box_gap`); the clearance is tested before the box. The twin
+ * computes every pair; the results are the same.
+ *
  * Order (the NumPy twin, pysoft/twins/contacts3d.py, follows it, so results
  * are bitwise equal): `iterations` times: every (i, B) pair (i ascending, B
  * ascending), then every particle pair (i ascending, j ascending), each
@@ -787,9 +810,38 @@ static inline void nearest_of(const double *pos, const int32_t *tri, int g[4], i
         }
 }
 
-/* Particle i against body B's surface (see the essay). Returns 1 on contact. */
-static int face_contact(const Scene *s, int i, int B, const double *bbox)
+/* The pair's clearance (see the essay) when face_contact finds i outside B and lets it go:
+ * the distance from x (i now) to the surface now is at least D, the least of sqrt(best) (the
+ * nearest of the triangles scanned, if any: near >= 0) and the gap g - |x - xs| - moved (each
+ * coordinate) to those whose grown boxes at the pass's start did not hold xs; less how far i
+ * (|x - fat_pos_i|) and the surface (fb[0], from fat_pos to snap, and 1.75 `moved`, at least
+ * sqrt(3) times the most any coordinate of a corner moved in the pass) are from the lists'
+ * positions, it holds for those. */
+static void keep_clear(const Scene *s, int i, const double *bbox, double moved, int near, double best,
+                       const double *fb, const double *fat_pos, double *clear)
 {
+    const double *x = s->pos + 3L * i, *xs = s->snap + 3L * i, *f = fat_pos + 3L * i;
+    double far = 0.0, di = 0.0;
+    for (int d = 0; d < 3; d++) {
+        double e = x[d] - xs[d], u = x[d] - f[d];
+        e = e < 0.0 ? -e : e;
+        if (!(e <= far)) far = e == e ? e : INFINITY;
+        di = di + u * u;
+    }
+    double D = (bbox[6] - far) - moved;
+    if (near >= 0) {
+        double dn = sqrt(best);
+        if (!(dn >= D)) D = dn; /* a NaN stays, and nothing is let go by it */
+    }
+    *clear = ((D - sqrt(di)) - fb[0]) - 1.75 * moved;
+}
+
+/* Particle i against body B's surface (see the essay). Returns 1 on contact. Where `clear`,
+ * a let-go (i outside, no contact) leaves the pair's clearance in *keep, anything else -inf. */
+static int face_contact(const Scene *s, int i, int B, const double *bbox, double *keep,
+                        const double *fb, const double *fat_pos)
+{
+    if (keep) *keep = -INFINITY;
     int o_i = s->owner[i];
     if (o_i == B || (o_i == PS_SHARED && in_range(s->member + s->member_start[B], s->member_count[B], i)))
         return 0; /* a surface meets its own particles as particle pairs */
@@ -886,7 +938,10 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
     if (f >= 0) {
         nearest(pos + 3L * tri[3 * f], pos + 3L * tri[3 * f + 1], pos + 3L * tri[3 * f + 2], x, t);
     } else {
-        if (near < 0) return 0;
+        if (near < 0) {
+            if (!in && keep) keep_clear(s, i, bbox, moved, near, best, fb, fat_pos, keep);
+            return 0;
+        }
         f = near;
         t[0] = t_near[0], t[1] = t_near[1], t[2] = t_near[2];
     }
@@ -908,8 +963,10 @@ static int face_contact(const Scene *s, int i, int B, const double *bbox)
          * contact, nothing moved), so it is not called */
         double d2 = dot3(dv, dv);
         if (sep >= 0.0 && d2 > (sep * sep) * (1.0 + 1e-9)
-            && d2 > (PS_MIN_LENGTH * PS_MIN_LENGTH) * (1.0 + 1e-9) && d2 < INFINITY)
+            && d2 > (PS_MIN_LENGTH * PS_MIN_LENGTH) * (1.0 + 1e-9) && d2 < INFINITY) {
+            if (keep) keep_clear(s, i, bbox, moved, near, best, fb, fat_pos, keep);
             return 0;
+        }
         dist = sqrt(d2);
     }
     if (in || entry >= 0 || !(dist > PS_MIN_LENGTH)) {
@@ -983,6 +1040,59 @@ static void make_boxes(const double *snap, const int32_t *o, int m, double grown
     }
 }
 
+/* |x - y|^2 */
+static inline double dist2(const double *x, const double *y)
+{
+    double u0 = x[0] - y[0], u1 = x[1] - y[1], u2 = x[2] - y[2];
+    return (u0 * u0 + u1 * u1) + u2 * u2;
+}
+
+/* For the skin of a contact with surface o[0 .. m) (rows, three a triangle) while its rows are
+ * within e of snap (see the essay): the largest |(b - a) x (c - a)| of its triangles (a, b, c)
+ * in fb[1] and |b - a| + |c - a| in fb[2] (a corner moving by at most e, the skin
+ * PS_SURFACE_SKIN sqrt |(b - a) x (c - a)| is then at most PS_SURFACE_SKIN times
+ * sqrt(fb[1] + e (2 fb[2] + 4 e))); PS_MIN_LENGTH, and 1e-10 of the body's box for the rounding
+ * of the clearance and of the distance test, in fb[3]. */
+static void skin_bound(const double *snap, const int32_t *o, int m, const double *box, double *fb)
+{
+    double area = 0.0, sides = 0.0;
+    for (int f = 0; f + 3 <= m; f += 3) {
+        const double *a = snap + 3L * o[f], *b = snap + 3L * o[f + 1], *c = snap + 3L * o[f + 2];
+        double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]}, n[3];
+        cross3(u, v, n);
+        double e = sqrt(dot3(n, n)), g = sqrt(dot3(u, u)) + sqrt(dot3(v, v));
+        if (!(e <= area)) area = e == e ? e : INFINITY;
+        if (!(g <= sides)) sides = g == g ? g : INFINITY;
+    }
+    double scale = ((fabs(box[0]) + fabs(box[3])) + (fabs(box[1]) + fabs(box[4]))) + (fabs(box[2]) + fabs(box[5]));
+    fb[1] = area * (1.0 + 1e-9);
+    fb[2] = sides * (1.0 + 1e-9);
+    fb[3] = PS_MIN_LENGTH + 1e-10 * scale;
+}
+
+/* How far p, outside body box `box` (its surface's corners' box grown by box[6]), is from the
+ * corners' box: at least box[6] plus how far beyond the grown box it is in one coordinate */
+static inline double box_gap(const double *box, const double *p)
+{
+    double most = 0.0;
+    for (int d = 0; d < 3; d++) {
+        double e = box[d] - p[d], u = p[d] - box[3 + d];
+        if (u > e) e = u;
+        if (e > most) most = e;
+    }
+    return box[6] + most;
+}
+
+/* The clearance a pair with a particle of no radius needs to be let go while nothing of the
+ * surface has moved in the pass (fb: a body's fat_drift, which keeps it in fb[5] for the move
+ * fb[4] of its surface in the pass; see the loop in ps_body_contacts_3d) */
+static inline double least_clear(const double *fb)
+{
+    double skin = PS_SURFACE_SKIN * sqrt(fb[1] + fb[0] * (2.0 * fb[2] + 4.0 * fb[0]));
+    return fb[0] + (skin + fb[3]) * (1.0 + 1e-6);
+}
+
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
                            const double *snap, const double *aabb, double grow,
                            const int32_t *bucket_start, const int32_t *bucket_body, int hb,
@@ -1026,7 +1136,8 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         double *aabb, int32_t *bucket_start, int32_t *bucket_body,
                         int32_t *cell_start, int32_t *cell_particle, int32_t *near,
                         double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
-                        double *fat_state, const double *prev_pos, const double *support,
+                        double *fat_state, double *fat_clear, double *fat_drift,
+                        const double *prev_pos, const double *support,
                         const double *radius, const double *inv_mass,
                         const int32_t *owner, const int32_t *category, const int32_t *mask,
                         const double *friction, const double *restitution, const double *rest_pos,
@@ -1055,6 +1166,10 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
     double slack = fat_state[6], slack2 = slack * slack, rmax = 0.0, rgrid = 0.0;
     uint64_t sig = 14695981039346656037ULL;
     int ngrid = 0;
+    /* the most a particle (dmax), and one of each body (fat_drift[2 b]), is from the lists'
+     * positions, squared (a NaN counts as infinitely far) */
+    double dmax = 0.0;
+    for (int b = 0; b < nb; b++) fat_drift[6L * b] = 0.0;
     for (int i = 0; i < n; i++) {
         double dd = 0.0;
         for (int d = 0; d < 3; d++) {
@@ -1069,6 +1184,9 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         }
         listed &= dd <= slack2;
         sig = mix(sig, owner[i]);
+        if (!(dd <= dmax)) dmax = dd == dd ? dd : INFINITY;
+        int o = owner[i];
+        if (o >= 0 && !(dd <= fat_drift[6L * o])) fat_drift[6L * o] = dd == dd ? dd : INFINITY;
     }
     double margin = 2.0 * rmax, extent = 0.0;
     int targets = 0;
@@ -1092,6 +1210,10 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 if (c > hi[d]) hi[d] = c;
             }
         }
+        double *fb = fat_drift + 6L * b;
+        fb[0] = sqrt(box[9] != 0.0 ? dmax : fb[0]);
+        fb[4] = 0.0;
+        fb[5] = least_clear(fb);
         double big = 0.0, side = 0.0;
         for (int d = 0; d < 3; d++)
             if (hi[d] - lo[d] > side) side = hi[d] - lo[d];
@@ -1180,6 +1302,16 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 if (i0 == 0 && i1 == n) {
                     listed = 1;
                     memcpy(fat_pos, snap, sizeof(double) * 3 * (size_t)n);
+                    /* no clearance known yet; every particle at its listed position */
+                    long used = n ? (long)fat_first[n - 1] + fat_count[n - 1] : 0;
+                    for (long e = 0; e < used; e++) fat_clear[e] = -INFINITY;
+                    for (int b = 0; b < nb; b++) {
+                        fat_drift[6L * b] = 0.0;
+                        skin_bound(snap, outline + outline_start[b], outline_count[b],
+                                   aabb + PS_BOX * (long)b, fat_drift + 6L * b);
+                        fat_drift[6L * b + 4] = 0.0;
+                        fat_drift[6L * b + 5] = least_clear(fat_drift + 6L * b);
+                    }
                     fat_state[0] = 1.0;
                     fat_state[1] = sig_hi;
                     fat_state[2] = sig_lo;
@@ -1192,21 +1324,44 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     fat_state[0] = 0.0;
                 }
             }
+            int cache = listed; /* the lists whole: each pair's clearance kept (see the essay) */
             for (int i = i0; i < i1; i++) {
                 const double *xs = snap + 3L * i;
                 const int32_t *list = fat_body + fat_first[i];
+                double *clear = fat_clear + fat_first[i];
+                /* |x_i - fat_pos_i| and |snap_i - fat_pos_i|, when first needed */
+                double di = -1.0, ds = -1.0, ri = (radius[i] + rmax) * (1.0 + 1e-6);
                 for (int q = 0; q < fat_count[i]; q++) {
                     int b = list[q];
                     double *box = aabb + PS_BOX * (long)b;
+                    double *fb = fat_drift + 6L * b;
+                    if (cache && clear[q] > 0.0) { /* far enough outside: face_contact lets it go */
+                        double moved_b = surface_moved(&s, box);
+                        if (!(moved_b == fb[4])) { /* the surface moved since fb[5] was made */
+                            double mv = 1.75 * moved_b, e = fb[0] + mv;
+                            double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
+                            fb[4] = moved_b;
+                            fb[5] = (fb[0] + mv) + (skin + fb[3]) * (1.0 + 1e-6);
+                        }
+                        if (di < 0.0) di = sqrt(dist2(pos + 3L * i, fat_pos + 3L * i));
+                        if (clear[q] > (fb[5] + ri) + di) continue;
+                    }
                     if ((xs[0] < box[0]) | (xs[0] > box[3]) | (xs[1] < box[1]) | (xs[1] > box[4])
-                        | (xs[2] < box[2]) | (xs[2] > box[5]))
+                        | (xs[2] < box[2]) | (xs[2] > box[5])) {
+                        if (cache) { /* outside B's grown box: as far from its surface, at least */
+                            if (ds < 0.0) ds = sqrt(dist2(xs, fat_pos + 3L * i));
+                            clear[q] = box[0] <= box[3] ? (box_gap(box, xs) - ds) - fb[0] : -INFINITY;
+                        }
                         continue;
+                    }
                     if (box[7] == 0.0) {
                         make_boxes(snap, outline + outline_start[b], outline_count[b], box[6],
                                    edge + 4L * outline_start[b]);
                         box[7] = 1.0;
                     }
-                    contacts += face_contact(&s, i, list[q], box);
+                    int hit = face_contact(&s, i, b, box, cache ? clear + q : NULL, fb, fat_pos);
+                    if (hit) di = -1.0; /* i moved */
+                    contacts += hit;
                 }
             }
             i0 = i1;
