@@ -1084,13 +1084,14 @@ static inline double box_gap(const double *box, const double *p)
     return box[6] + most;
 }
 
-/* The clearance a pair with a particle of no radius needs to be let go while nothing of the
- * surface has moved in the pass (fb: a body's fat_drift, which keeps it in fb[5] for the move
- * fb[4] of its surface in the pass; see the loop in ps_body_contacts_3d) */
-static inline double least_clear(const double *fb)
+/* The clearance a pair with a particle of no radius needs to be let go when every corner of
+ * the surface is within e of the lists' positions (fb: a body's fat_drift, which keeps it in
+ * fb[5] for the move fb[4] of its surface in the pass, e = fb[0] + 1.75 fb[4]; see the loop in
+ * ps_body_contacts_3d) */
+static inline double least_clear(const double *fb, double e)
 {
-    double skin = PS_SURFACE_SKIN * sqrt(fb[1] + fb[0] * (2.0 * fb[2] + 4.0 * fb[0]));
-    return fb[0] + (skin + fb[3]) * (1.0 + 1e-6);
+    double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
+    return e + (skin + fb[3]) * (1.0 + 1e-6);
 }
 
 static int list_candidates(const Scene *s, int first, int n, int particle_collisions,
@@ -1213,7 +1214,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         double *fb = fat_drift + 6L * b;
         fb[0] = sqrt(box[9] != 0.0 ? dmax : fb[0]);
         fb[4] = 0.0;
-        fb[5] = least_clear(fb);
+        fb[5] = least_clear(fb, fb[0]);
         double big = 0.0, side = 0.0;
         for (int d = 0; d < 3; d++)
             if (hi[d] - lo[d] > side) side = hi[d] - lo[d];
@@ -1310,7 +1311,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         skin_bound(snap, outline + outline_start[b], outline_count[b],
                                    aabb + PS_BOX * (long)b, fat_drift + 6L * b);
                         fat_drift[6L * b + 4] = 0.0;
-                        fat_drift[6L * b + 5] = least_clear(fat_drift + 6L * b);
+                        fat_drift[6L * b + 5] = least_clear(fat_drift + 6L * b, fat_drift[6L * b]);
                     }
                     fat_state[0] = 1.0;
                     fat_state[1] = sig_hi;
@@ -1338,10 +1339,8 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                     if (cache && clear[q] > 0.0) { /* far enough outside: face_contact lets it go */
                         double moved_b = surface_moved(&s, box);
                         if (!(moved_b == fb[4])) { /* the surface moved since fb[5] was made */
-                            double mv = 1.75 * moved_b, e = fb[0] + mv;
-                            double skin = PS_SURFACE_SKIN * sqrt(fb[1] + e * (2.0 * fb[2] + 4.0 * e));
                             fb[4] = moved_b;
-                            fb[5] = (fb[0] + mv) + (skin + fb[3]) * (1.0 + 1e-6);
+                            fb[5] = least_clear(fb, fb[0] + 1.75 * moved_b);
                         }
                         if (di < 0.0) di = sqrt(dist2(pos + 3L * i, fat_pos + 3L * i));
                         if (clear[q] > (fb[5] + ri) + di) continue;
