@@ -120,9 +120,99 @@ _COUNT, _KINDS, _ENTITIES, _DEAD, _CACHE, _CACHES = range(6)
 _SWITCH = threading.RLock()
 
 
-def _new_context(count: itertools.count[int]) -> tuple[Any, ...]:
-    """An empty esper 3 context tuple (as ``esper.switch_world`` makes one)."""
-    return (count, {}, {}, set(), {}, {}, [], {}, False, {}, {})
+def _new_context(count: itertools.count[int], removals: np.ndarray | None = None) -> tuple[Any, ...]:
+    """An empty esper 3 context tuple (as ``esper.switch_world`` makes one); with ``removals``
+    (a context of pysoft's own), one whose components by kind and deferred deletions count
+    every removal made through them in ``removals[0]`` (``_Kinds``)."""
+    if removals is None:
+        return (count, {}, {}, set(), {}, {}, [], {}, False, {}, {})
+    return (count, _Kinds(removals), {}, _Dead(removals), {}, {}, [], {}, False, {}, {})
+
+
+# A world's own context counts the removals made in it (each function of esper's that removes
+# a component, deletes an entity, at once or deferred, or clears the database goes through one
+# of the methods below), so step_many's lane needs no look at esper's tables: C compares the
+# count with the one the last look found intact (``Ecs.checked``). A context shared with the
+# game may have been made by esper, with plain dicts and sets: its tables are looked at.
+class _Kind(set):  # type: ignore[type-arg]
+    """The entities of one component kind in a context of pysoft's own: removals counted."""
+
+    __slots__ = ("removals",)
+    removals: np.ndarray
+
+    def discard(self, entity: Any) -> None:
+        self.removals[0] += 1
+        set.discard(self, entity)
+
+    def remove(self, entity: Any) -> None:
+        self.removals[0] += 1
+        set.remove(self, entity)
+
+    def pop(self) -> Any:
+        self.removals[0] += 1
+        return set.pop(self)
+
+    def clear(self) -> None:
+        self.removals[0] += 1
+        set.clear(self)
+
+
+class _Dead(set):  # type: ignore[type-arg]
+    """The deferred deletions of a context of pysoft's own: each one counted."""
+
+    __slots__ = ("removals",)
+
+    def __init__(self, removals: np.ndarray) -> None:
+        super().__init__()
+        self.removals = removals
+
+    def add(self, entity: Any) -> None:
+        self.removals[0] += 1
+        set.add(self, entity)
+
+
+class _Kinds(dict):  # type: ignore[type-arg]
+    """The components by kind of a context of pysoft's own: every kind's set is a ``_Kind``
+    (one esper makes, ``_components[kind] = set()``, included), and dropping a kind counts."""
+
+    __slots__ = ("removals",)
+
+    def __init__(self, removals: np.ndarray) -> None:
+        super().__init__()
+        self.removals = removals
+
+    def _counted(self, entities: Any) -> _Kind:
+        kind = _Kind(entities)
+        kind.removals = self.removals
+        return kind
+
+    def __setitem__(self, kind: Any, entities: Any) -> None:
+        dict.__setitem__(self, kind, self._counted(entities))
+
+    def setdefault(self, kind: Any, default: Any = None) -> Any:
+        if kind not in self:
+            dict.__setitem__(self, kind, self._counted(() if default is None else default))
+        return dict.__getitem__(self, kind)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for kind, entities in dict(*args, **kwargs).items():
+            self[kind] = entities
+
+    def __delitem__(self, kind: Any) -> None:
+        self.removals[0] += 1
+        dict.__delitem__(self, kind)
+
+    def pop(self, *args: Any) -> Any:
+        self.removals[0] += 1
+        return dict.pop(self, *args)
+
+    def popitem(self) -> Any:
+        self.removals[0] += 1
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        self.removals[0] += 1
+        dict.clear(self)
 
 
 def _drop_context(name: str) -> None:
@@ -164,11 +254,16 @@ class Ecs:
         # the first entity id of this world's own range (0 in a game's context); snapshots save
         # ids relative to it, so a blob restores into a world built the same way
         self.base = number * ID_RANGE if context is None else 0
+        # the removals made in a context of our own (``_Kinds``; always 0 in a shared one), and
+        # their count when the context was last found intact (``intact``)
+        self.removals = np.zeros(1, dtype=np.int64)
+        self.checked = 0
         if context is None:
             # A context of our own numbers its entities from number * ID_RANGE: an id from
             # another pysoft world is never alive in this one (a game's context, shared with
             # its own entities, keeps esper's numbering)
-            esper._context_map[self.context] = _new_context(itertools.count(start=self.base + 1))
+            esper._context_map[self.context] = _new_context(itertools.count(start=self.base + 1),
+                                                            self.removals)
             self._finalizer = weakref.finalize(self, _drop_context, self.context)
         else:
             with _SWITCH:
@@ -214,7 +309,10 @@ class Ecs:
                     e = next(counter)
                     kind = type(component)
                     table[e] = {kind: component}
-                    kinds.setdefault(kind, set()).add(e)
+                    have = kinds.get(kind)  # (setdefault made every time costs a build)
+                    if have is None:
+                        have = kinds.setdefault(kind, set())
+                    have.add(e)
                     component.entity = entities[i] = e
                     registry[e] = component
                     made += 1
@@ -312,8 +410,12 @@ class Ecs:
     def intact(self) -> bool:
         """Whether esper has no entity to delete and holds as many of each pysoft component as
         we made: then ``ghosts`` is empty (a quick test that allocates nothing; O(number of
-        component kinds))."""
-        return intact(self.context, self.counts)
+        component kinds)). Found intact, the count of removals is kept (``checked``)."""
+        seen = int(self.removals[0])
+        if intact(self.context, self.counts):
+            self.checked = seen
+            return True
+        return False
 
     def ghosts(self) -> list[int]:
         """Entities of ours that esper deleted (``esper.delete_entity``, pending or done) or

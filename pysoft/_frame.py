@@ -107,9 +107,10 @@ class Op:
 class Frame:
     """Runs a frame through ``ps_run_frame`` when every term can describe its calls."""
 
-    def __init__(self, pipeline: Any, clock: Any) -> None:
+    def __init__(self, pipeline: Any, clock: Any, ecs: Any) -> None:
         self.pipeline = pipeline
         self.clock = clock  # the Store's: it advances with any change of any table's rows
+        self.ecs = ecs  # the world's Ecs: the removals made in its esper context
         # what the ops were last made for: (h, substeps, the clock, the settings' changes)
         self.plan: tuple[Any, ...] = ()
         self.asked: list[Any] = []  # the terms with a ``frame_start``, asked every frame
@@ -142,8 +143,10 @@ class Frame:
         w, settings = self.world, pipeline.settings
         self.shared = (ffi.from_buffer("int64_t[]", clock.shared),
                        ffi.from_buffer("int64_t[]", settings._shared),
-                       ffi.from_buffer("double[]", pipeline._time))
+                       ffi.from_buffer("double[]", pipeline._time),
+                       ffi.from_buffer("int64_t[]", ecs.removals))
         w.versions[0], w.versions[1], w.versions[2] = self.shared[0], self.shared[0] + 1, self.shared[1]
+        w.versions[3] = self.shared[3]
         w.time = self.shared[2]
 
     @property
@@ -162,13 +165,14 @@ class Frame:
         """After a frame ``resumable`` of length ``dt``: set the world's lane
         (``ps_lane_worlds``, pysoft.many) when nothing of Python's runs after its frames
         (``features.repeats()``) and no kernel call is counted, armed with the versions of the
-        plan its calls were made for (the Store's rows and edits, the settings' changes) and
-        that length."""
+        plan its calls were made for (the Store's rows and edits, the settings' changes), the
+        count of esper removals last found intact (at the frame's start) and that length."""
         w = self.world
         if not self._resumable or self.counted or not features.repeats():
             self.unarm()
             return
         w.armed[0], w.armed[1], w.armed[2] = self.plan[2], self.clock.edits, self.plan[3]
+        w.armed[3] = self.ecs.checked  # (found intact at the frame's start: none since)
         w.dt = dt
         w.lane, self._lane = 1, True
 

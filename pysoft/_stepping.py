@@ -170,3 +170,4 @@ class Stepping:
         ghosts = self._ecs.ghosts()
         if ghosts:
             self._features.remove(tuple(ghosts))
+            self._ecs.intact()  # (the count of removals, the cascade's own among them, found intact)

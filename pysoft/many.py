@@ -32,7 +32,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -99,30 +99,40 @@ class _Roster:
     the C core the lane (``_lane``) without looking each world up again. Which worlds Python steps
     and which the C core runs is what the first call found; a world changed since is stepped
     right either way (one that gained a system has its lane cleared, and Python begins its
-    frames as it finds it). It refers to the worlds weakly: a world let go of is freed at once,
-    and a roster naming one that is gone is made again."""
+    frames as it finds it). It refers to the worlds weakly: a world let go of is freed at once
+    (and the roster knows it is gone before its memory, and so its id, can serve another
+    object), and a roster naming one that is gone is made again."""
 
-    __slots__ = ("array", "batched", "contexts", "guards", "keep", "python", "refs", "status")
+    __slots__ = ("array", "batched", "contexts", "gone", "guards", "ids", "keep", "python", "refs", "status")
 
-    def __init__(self, held: list[World], batched: list[int]) -> None:
-        self.refs = [weakref.ref(w) for w in held]
+    def __init__(self, held: Sequence[World], batched: list[int]) -> None:
+        self.ids = [id(w) for w in held]
+        self.gone = False
+        self.refs = [weakref.ref(w, self._lost) for w in held]
         self.guards = [w._guard for w in held]
         ours = set(batched)
         self.python = [i for i in range(len(held)) if i not in ours]  # (stepped by Python)
         self.batched = batched
-        self.contexts = [(held[i]._ecs.context, held[i]._ecs.counts) for i in batched]
+        # (C checks the removals made in a world's own esper context; a context shared with
+        # the game is looked at in Python: _unarm_ghosts)
+        self.contexts = [(k, held[i]._ecs.context, held[i]._ecs.counts)
+                         for k, i in enumerate(batched) if held[i]._ecs.shared]
         self.keep = [held[i]._frame.world for i in batched]  # type: ignore[union-attr]
         if batched:
             ffi, _ = _native.require()
             self.array = ffi.new("ps_world *[]", self.keep)
             self.status = ffi.new("int32_t[]", len(batched))
 
-    def worlds(self, worlds: list[World] | tuple[World, ...]) -> list[World] | None:
-        """``worlds`` as a list if they are this roster's worlds, in its order; else None."""
-        if len(worlds) != len(self.refs):
+    def _lost(self, ref: Any) -> None:
+        """A world of the roster is being freed."""
+        self.gone = True
+
+    def worlds(self, worlds: Sequence[World]) -> Sequence[World] | None:
+        """``worlds`` if they are this roster's worlds, in its order; else None (by their ids
+        alone: the worlds' objects are not read)."""
+        if self.gone or len(worlds) != len(self.ids) or list(map(id, worlds)) != self.ids:
             return None
-        now = [r() for r in self.refs]
-        return cast(list[World], now) if now == list(worlds) else None
+        return worlds
 
     def claim(self) -> None:
         """Hold every world as ``_claimed`` does (none if one cannot be: ValueError naming a
@@ -150,15 +160,15 @@ class _Rosters(threading.local):
     def __init__(self) -> None:
         self.rosters: dict[tuple[int, int, int], _Roster] = {}
 
-    def find(self, worlds: Any) -> tuple[_Roster | None, list[World] | None]:
-        """The roster of ``worlds`` and the worlds as a list, or (None, None)."""
+    def find(self, worlds: Any) -> tuple[_Roster | None, Sequence[World] | None]:
+        """The roster of ``worlds`` (a list or tuple) and the worlds, or (None, None)."""
         if type(worlds) not in (list, tuple) or not worlds:
             return None, None
         roster = self.rosters.get((len(worlds), id(worlds[0]), id(worlds[-1])))
         held = roster.worlds(worlds) if roster is not None else None
         return (roster, held) if held is not None else (None, None)
 
-    def keep(self, roster: _Roster, held: list[World]) -> None:
+    def keep(self, roster: _Roster, held: Sequence[World]) -> None:
         """Remember ``roster`` for the list ``held`` (forgetting the oldest beyond ROSTERS)."""
         rosters = self.rosters
         if held:
@@ -253,7 +263,7 @@ def _steps(w: World, frames: int) -> None:
 CHUNK = 16
 
 
-def _run(worlds: list[World], roster: _Roster, frames: int, threads: int,
+def _run(worlds: Sequence[World], roster: _Roster, frames: int, threads: int,
          release: _Released) -> dict[int, BaseException]:
     """Step the worlds (those of ``roster.batched``, indices, in calls of the C core: first all
     of them in the lane, ``_lane``), letting go of each when its frames are done; the
@@ -275,29 +285,28 @@ def _run(worlds: list[World], roster: _Roster, frames: int, threads: int,
     return errors
 
 
-def _lane(worlds: list[World], roster: _Roster, frames: int, threads: int,
+def _lane(worlds: Sequence[World], roster: _Roster, frames: int, threads: int,
           errors: dict[int, BaseException], release: _Released) -> dict[int, int]:
     """The worlds of ``roster.batched`` whose last frame ran in C, with nothing of Python's to
     do around their frames (``Frame.arm``), continue from it in one call of the C core
     (``ps_lane_worlds``): C checks what ``_resumed`` checks in Python (their lane, set by Python
     after a frame and cleared by any Python start of one; the Store's rows and edits and the
-    settings unchanged since it was set) and advances their time as ``step()`` would; esper's
-    check is Python's (a world with an entity deleted behind pysoft's back leaves the lane).
+    settings and the removals made in its own esper context unchanged since it was set) and
+    advances their time as ``step()`` would; a context shared with the game is looked at in
+    Python (a world with an entity deleted behind pysoft's back leaves the lane).
     Each world that ran its frames is let go; one that tried ends in Python (``_continued``: a
     watched value had changed, or a scan found an unstable particle). Returns the others
     (index: frames to go), for Python to start."""
     ffi, lib = _native.require()
-    batched, contexts = roster.batched, roster.contexts
+    batched = roster.batched
+    if roster.contexts:
+        _unarm_ghosts(worlds, batched, roster.contexts)
     runner = _runner() if threads > 1 and len(batched) > CHUNK else None
     if runner is None:
-        _unarm_ghosts(worlds, batched, contexts, 0, len(batched))
         lib.ps_lane_worlds(roster.array, len(batched), frames, threads, roster.status)
-    else:  # esper's check of the next CHUNK worlds while the runner's thread runs the last ones
+    else:  # (the runner's thread is awake: a pool's may have slept since the last call)
         try:
-            for k in range(0, len(batched), CHUNK):
-                end = min(k + CHUNK, len(batched))
-                _unarm_ghosts(worlds, batched, contexts, k, end)
-                lib.ps_runner_post(runner, roster.array + k, end - k, threads - 1, frames, roster.status + k)
+            lib.ps_runner_post(runner, roster.array, len(batched), threads - 1, frames, roster.status)
         finally:
             lib.ps_runner_wait(runner)
     status = np.frombuffer(ffi.buffer(roster.status), dtype=np.int32)
@@ -323,17 +332,16 @@ def _drop_done(left: dict[int, int], release: _Released) -> None:
         release(i)
 
 
-def _unarm_ghosts(worlds: list[World], batched: list[int], contexts: list[tuple[str, Any]],
-                  k0: int, k1: int) -> None:
-    """Clear the lane of each world of ``batched[k0:k1]`` whose esper context lost an entity
-    behind pysoft's back (Python sweeps them at its frame's start)."""
-    for k in range(k0, k1):
-        context, counts = contexts[k]
+def _unarm_ghosts(worlds: Sequence[World], batched: list[int], contexts: list[tuple[int, str, Any]]) -> None:
+    """Clear the lane of each world of ``batched`` in a context shared with the game (``contexts``:
+    (k, its context, its counts) for ``batched[k]``) that lost an entity behind pysoft's back
+    (Python sweeps them at its frame's start)."""
+    for k, context, counts in contexts:
         if not intact(context, counts):
             worlds[batched[k]]._frame.unarm()  # type: ignore[union-attr]
 
 
-def _run_chunk(worlds: list[World], left: dict[int, int], threads: int,
+def _run_chunk(worlds: Sequence[World], left: dict[int, int], threads: int,
                errors: dict[int, BaseException], release: _Released) -> None:
     """Step the worlds of ``left`` (index: frames to go), their passes in ps_run_worlds calls."""
     while left:
@@ -371,7 +379,7 @@ def _runner() -> Any:
     return mine.runner
 
 
-def _run_overlapped(worlds: list[World], batched: list[int], threads: int,
+def _run_overlapped(worlds: Sequence[World], batched: list[int], threads: int,
                     errors: dict[int, BaseException], release: _Released) -> list[int]:
     """One frame of each world of ``batched`` (indices), CHUNK worlds at a time, their passes
     on a thread of the C core's own (this thread's ps_runner, with ``threads`` - 1 threads)
@@ -429,7 +437,7 @@ class _Batch:
         self.pending.append(pending)
 
 
-def _started(worlds: list[World], left: dict[int, int], errors: dict[int, BaseException],
+def _started(worlds: Sequence[World], left: dict[int, int], errors: dict[int, BaseException],
              release: _Released) -> _Batch:
     """Begin the frames of the worlds ``left`` (index: frames to go) in Python: those to run
     in C; a world whose start raised leaves ``left`` for ``errors``, and one that ran its

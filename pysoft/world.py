@@ -138,7 +138,7 @@ class World(WorldSettings, Stepping, _lifetime.Lifetime):
         # system that adds or removes one during step() changes the next frame, not this one
         self._systems: tuple[esper.Processor, ...] = tuple(cls(self.pipeline) for cls in STAGES)
         self._stages = self._systems  # while the run order is these, a frame may run in one call
-        self._frame = _frame.Frame(self.pipeline, self.store.clock) if backend == "c" else None
+        self._frame = _frame.Frame(self.pipeline, self.store.clock, self._ecs) if backend == "c" else None
         self._stepping = False
         self._elapsed: tuple[tuple[Any, ...], Any] = ((), [])  # the last step's systems, seconds
 

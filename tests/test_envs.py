@@ -242,18 +242,22 @@ def test_the_walker_kernels_give_their_twins_bits(seed: int) -> None:
     rows = np.stack([rng.permutation(rows_in)[:n] for _ in range(nw)]).astype(np.int32)
     weights = rng.uniform(0.5, 1.5, n)
     weights /= weights.sum()
+    time = [np.array([rng.uniform(0.0, 100.0)]) for _ in range(nw)]  # (each world's, as pipeline._time)
     results = []
     for kernel in ("c", "python"):
-        obs, x = np.full((nw, 2 + 2 * n), 7.0), np.full(nw, 7.0)
+        obs, x, times = np.full((nw, 2 + 2 * n), 7.0), np.full(nw, 7.0), np.full(nw, 7.0)
         if kernel == "c":
-            p, v = _pointers(ffi, pos), _pointers(ffi, vel)  # (each with the buffers it points into)
+            p, v, t = _pointers(ffi, pos), _pointers(ffi, vel), _pointers(ffi, time)  # (with their buffers)
             lib.ps_walkers_observe(ffi.from_buffer("double[]", obs), ffi.from_buffer("double[]", x),
-                                   p[0], v[0], ffi.from_buffer("int32_t[]", rows),
-                                   ffi.from_buffer("double[]", weights), nw, n, OBS_LIMIT)
+                                   ffi.from_buffer("double[]", times), p[0], v[0], t[0],
+                                   ffi.from_buffer("int32_t[]", rows), ffi.from_buffer("double[]", weights),
+                                   nw, n, OBS_LIMIT)
         else:
-            twin.walkers_observe(obs.reshape(-1), x, [a.reshape(-1) for a in pos],
-                                 [a.reshape(-1) for a in vel], rows.reshape(-1), weights, nw, n, OBS_LIMIT)
-        results.append((obs.tobytes(), x.tobytes()))
+            twin.walkers_observe(obs.reshape(-1), x, times, [a.reshape(-1) for a in pos],
+                                 [a.reshape(-1) for a in vel], time, rows.reshape(-1), weights, nw, n,
+                                 OBS_LIMIT)
+        results.append((obs.tobytes(), x.tobytes(), times.tobytes()))
+        assert times.tolist() == [t[0] for t in time]
         assert np.nanmax(np.abs(obs)) == OBS_LIMIT and np.isnan(obs[2, :2]).any()  # clamped; NaN kept
         assert np.isfinite(obs[:2]).all()
     assert results[0] == results[1]

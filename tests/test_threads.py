@@ -540,8 +540,8 @@ def _small(i: int) -> pysoft.World:
 def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_python(
         monkeypatch: pytest.MonkeyPatch, threads: int, count: int) -> None:
     """Worlds whose last frame step_many ran in C and that nothing changed since continue in C
-    (the lane: no Python start; 35 worlds on two threads: chunk by chunk on the core's own
-    thread while this one checks the next chunk's); a changed setting, a changed row, a
+    (the lane: no Python start; 35 worlds on two threads: on the core's own thread and this
+    one); a changed setting, a changed row, a
     counted edit, an esper deletion behind pysoft's back or a step() of the world's own sends
     that world alone through Python; every world stays bit for bit what a loop of step()
     makes of it."""
@@ -583,6 +583,62 @@ def test_step_many_continues_unchanged_worlds_in_c_and_starts_changed_ones_in_py
         both(2)  # (armed again)
         assert {id(w) for w in started} == tearing, k
         started.clear()
+
+
+REMOVALS = ("delete_entity", "delete_entity_now", "remove_component", "try_remove_component",
+            "clear_database", "shared_context")
+
+
+@pytest.mark.parametrize("removal", REMOVALS)
+def test_step_many_sees_each_removal_esper_makes(monkeypatch: pytest.MonkeyPatch, removal: str) -> None:
+    """In a world's own esper context C compares a count of the removals made through it (no
+    look at esper's tables in a step of the lane): each of esper's ways of removing a component
+    or an entity, made while the world's context is current, sends that world alone through
+    Python, which sweeps what was removed as step() does, and the next call continues it in C;
+    a context shared with the game is looked at in Python. Bit for bit a loop of step()."""
+    shared = removal == "shared_context"
+
+    def make(i: int, which: str) -> pysoft.World:
+        w = pysoft.World(context=f"removals-{which}" if shared and i else None)
+        w.add_collider(pysoft.Plane((0.0, 1.0), 0.0), friction=0.5)
+        build.box(w, center=(0.01 * i, 0.5), size=(0.3, 0.3), cells=(3, 3))
+        return w
+
+    many, loop = [make(0, "many"), make(1, "many")], [make(0, "loop"), make(1, "loop")]
+
+    def both() -> None:
+        pysoft.step_many(many)
+        for w in loop:
+            w.step()
+        assert [state(w) for w in many] == [state(w) for w in loop]
+
+    def remove(w: pysoft.World) -> None:
+        e = int(w.particles[-1])
+        with w._ecs.entered():
+            if removal in ("delete_entity", "shared_context"):
+                esper.delete_entity(e)
+            elif removal == "delete_entity_now":
+                esper.delete_entity(e, immediate=True)
+            elif removal == "remove_component":
+                esper.remove_component(e, type(w._ecs.components[e]))
+            elif removal == "try_remove_component":
+                esper.try_remove_component(e, type(w._ecs.components[e]))
+            else:
+                esper.clear_database()
+
+    both()
+    started = _starts(monkeypatch)
+    both()
+    assert started == []
+    remove(many[1])
+    remove(loop[1])
+    both()
+    assert {id(w) for w in started} == {id(many[1])}
+    assert len(many[1].particles) == (0 if removal == "clear_database" else len(many[0].particles) - 1)
+    started.clear()
+    both()
+    both()
+    assert started == []
 
 
 def test_step_many_with_the_same_list_again_sees_every_change_to_it() -> None:

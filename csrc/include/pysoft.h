@@ -52,7 +52,8 @@ void ps_muscles(double *rest_length, const double *muscle_length, const double *
 /* envs.c: pysoft.envs' walkers, many worlds a call (world w's arrays through pointers) */
 void ps_walkers_drive(double *const *act, const double *action, const int32_t *muscle_rows,
                       const int32_t *owners, int nw, int k, int m, double low, double high);
-void ps_walkers_observe(double *obs, double *x, const double *const *pos, const double *const *vel,
+void ps_walkers_observe(double *obs, double *x, double *times, const double *const *pos,
+                        const double *const *vel, const double *const *time,
                         const int32_t *rows, const double *weights, int nw, int n, double limit);
 
 /* bodies.c */
@@ -243,11 +244,11 @@ typedef struct {
     int64_t found;  /* after the run: what the scan op returned in the last frame run (-1: none) */
     /* ps_lane_worlds: `lane` 1 while the world may continue from its last frame in C with nothing
      * of Python's to do around its frames, as long as `versions` (its Store's row changes and
-     * edits, its settings' changes: live) still hold `armed`; its time in *time, advanced by
-     * `dt` a frame. */
+     * edits, its settings' changes, the removals made in its esper context: live) still hold
+     * `armed`; its time in *time, advanced by `dt` a frame. */
     int lane;
-    const int64_t *versions[3];
-    int64_t armed[3];
+    const int64_t *versions[4];
+    int64_t armed[4];
     double *time, dt;
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);

@@ -40,9 +40,11 @@ void ps_walkers_drive(double *const *act, const double *action, const int32_t *m
  * weights[j] (their masses over the total). Its centre c = sum_j weights[j] pos_j and velocity
  * u = sum_j weights[j] vel_j (each summed from 0.0 in j order, a product then a sum); its
  * observation row obs[w size ..], size = 2 + 2 n, is (u_x, u_y, pos_0 - c, pos_1 - c, ...),
- * each value clamped to [-limit, limit] (NaN stays NaN); x[w] = c_x, unclamped. */
-void ps_walkers_observe(double *obs, double *x, const double *const *pos, const double *const *vel,
-                        const int32_t *rows, const double *weights, int nw, int n, double limit)
+ * each value clamped to [-limit, limit] (NaN stays NaN); x[w] = c_x, unclamped; times[w] =
+ * *time[w], the world's time. */
+void ps_walkers_observe(double *obs, double *x, double *times, const double *const *pos,
+                        const double *const *vel, const double *const *time, const int32_t *rows,
+                        const double *weights, int nw, int n, double limit)
 {
     int64_t size = 2 + 2 * (int64_t)n;
     for (int w = 0; w < nw; w++) {
@@ -65,5 +67,6 @@ void ps_walkers_observe(double *obs, double *x, const double *const *pos, const 
             o[3 + 2 * j] = clamp(p[2 * row + 1] - cy, -limit, limit);
         }
         x[w] = cx;
+        times[w] = *time[w];
     }
 }

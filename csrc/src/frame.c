@@ -267,7 +267,7 @@ typedef struct {
 static int32_t lane_world(ps_world *w, int frames)
 {
     if (!w->lane) return 0;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         if (*w->versions[k] != w->armed[k]) return 0;
     w->frames = frames, w->resume = 1;
     run_world(w);

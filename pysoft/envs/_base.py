@@ -61,6 +61,7 @@ class Batch:
             raise ValueError("envs must have observations of one shape to be stepped as a batch")
         self.obs = np.zeros((nb, size))  #: the observations, a row per environment
         self.x = np.zeros(nb)  #: the position along the course (m): the reward is its progress
+        self.time = np.zeros(nb)  #: each world's time (s)
         self.prev = np.zeros(nb)  # x at the previous step's end
         self.rewards = np.zeros(nb)
         self.finished = np.zeros(nb, dtype=np.bool_)  # reached the goal (the bonus)
@@ -72,7 +73,8 @@ class Batch:
         raise NotImplementedError
 
     def observe(self) -> None:
-        """Fill ``obs``, ``x``, ``finished`` and ``terminated`` from the worlds as they are."""
+        """Fill ``obs``, ``x``, ``time``, ``finished`` and ``terminated`` from the worlds as
+        they are."""
         raise NotImplementedError
 
     def start(self) -> None:

@@ -30,6 +30,7 @@ class JellyCarBatch(Batch):
     def observe(self) -> None:
         for i, env in enumerate(self._cars):
             self.obs[i] = env._observe()
+            self.time[i] = env.world.time
         np.copyto(self.x, self.obs[:, 0])
         np.greater_equal(self.x, FINISH_X, out=self.finished)
         np.logical_or(self.finished, self.obs[:, 4] < FLIPPED_COS, out=self.terminated)

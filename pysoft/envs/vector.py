@@ -57,7 +57,6 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         self.render_mode = render_mode
         self.envs = [self.env_class(render_mode=render_mode, **env_kwargs) for _ in range(self.num_envs)]
         self._worlds = [env.world for env in self.envs]
-        self._times = [w.pipeline._time for w in self._worlds]  # each world's time, where it lives
         first = self.envs[0]
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
@@ -131,8 +130,8 @@ class SoftVectorEnv(VectorEnv[Array, Array, Array]):
         ``_add_info`` batches them: a key's values in an array, ``_key`` which environments
         gave one (all)."""
         every = np.ones(self.num_envs, dtype=np.bool_)
-        return {"x": self._batch.x.copy(), "_x": every, "time": np.array([t[0] for t in self._times]),
-                "_time": every.copy()}
+        b = self._batch
+        return {"x": b.x.copy(), "_x": every, "time": b.time.copy(), "_time": every.copy()}
 
     def render(self) -> tuple[NDArray[np.uint8], ...] | None:
         """One (H, W, 3) image per sub-environment with ``render_mode="rgb_array"``; None else."""

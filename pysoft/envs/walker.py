@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
-from numpy.typing import NDArray
 
 from pysoft import _native, _validate, build
 from pysoft._constants import MUSCLE_RANGE
@@ -38,7 +37,7 @@ class WalkerBatch(Batch):
     """Walkers' work around the frame, all at once (:class:`~pysoft.envs._base.Batch`): one
     call of ``ps_walkers_drive`` sets every walker's muscles from its action (activation
     1 + 0.5 action, each muscle the mean of its actuator voxels', as ``VoxelRobot.drive``),
-    one of ``ps_walkers_observe`` reads every observation and centre of mass x (csrc/src/envs.c;
+    one of ``ps_walkers_observe`` reads every observation, centre of mass x and time (csrc/src/envs.c;
     the NumPy twins of pysoft/twins/envs.py for worlds on the NumPy backend). The walkers must
     be of one robot; the rows of each are found again when its world's rows changed."""
 
@@ -67,17 +66,20 @@ class WalkerBatch(Batch):
         self._pos = [s.particles.arrays["pos"] for s in stores]
         self._vel = [s.particles.arrays["vel"] for s in stores]
         self._act = [s.springs.arrays["activation"] for s in stores]
+        self._time = [env.world.pipeline._time for env in walkers]
         self._c = all(env.world.backend == "c" for env in walkers)
         if self._c:
             ffi, self._lib = _native.require()
 
-            def ptr(a: Array | NDArray[np.int32]) -> Any:
-                return ffi.from_buffer("int32_t[]" if a.dtype == np.int32 else "double[]", a)
+            def ptr(a: Any) -> Any:  # (an array of int32 or float64, or a world's time: array("d"))
+                kind = "int32_t[]" if getattr(a, "dtype", None) == np.int32 else "double[]"
+                return ffi.from_buffer(kind, a)
 
-            self._keep = [ptr(a) for a in (*self._pos, *self._vel, *self._act)]
+            self._keep = [ptr(a) for a in (*self._pos, *self._vel, *self._act, *self._time)]
             self._ptrs = {name: ffi.new("double *[]", self._keep[i * nb:(i + 1) * nb])
-                          for i, name in enumerate(("pos", "vel", "act"))}
-            named = (("obs", self.obs), ("x", self.x), ("action", self._action), ("rows", self._rows),
+                          for i, name in enumerate(("pos", "vel", "act", "time"))}
+            named = (("obs", self.obs), ("x", self.x), ("times", self.time), ("action", self._action),
+                     ("rows", self._rows),
                      ("muscle_rows", self._muscle_rows), ("owners", owners), ("weights", self._weights))
             self._p = {name: ptr(a) for name, a in named}
 
@@ -114,12 +116,12 @@ class WalkerBatch(Batch):
             self._refresh()
         if self._c:
             p, ptrs = self._p, self._ptrs
-            self._lib.ps_walkers_observe(p["obs"], p["x"], ptrs["pos"], ptrs["vel"], p["rows"], p["weights"],
-                                         self._nb, self._n, OBS_LIMIT)
+            self._lib.ps_walkers_observe(p["obs"], p["x"], p["times"], ptrs["pos"], ptrs["vel"], ptrs["time"],
+                                         p["rows"], p["weights"], self._nb, self._n, OBS_LIMIT)
         else:
-            twin.walkers_observe(self.obs.reshape(-1), self.x, [a.reshape(-1) for a in self._pos],
-                                 [a.reshape(-1) for a in self._vel], self._rows.reshape(-1), self._weights,
-                                 self._nb, self._n, OBS_LIMIT)
+            twin.walkers_observe(self.obs.reshape(-1), self.x, self.time, [a.reshape(-1) for a in self._pos],
+                                 [a.reshape(-1) for a in self._vel], self._time, self._rows.reshape(-1),
+                                 self._weights, self._nb, self._n, OBS_LIMIT)
         np.greater_equal(self.x, GOAL_X, out=self.finished)
         np.copyto(self.terminated, self.finished)
 

@@ -32,10 +32,12 @@ def walkers_drive(act: Sequence[F64], action: F64, muscle_rows: I32, owners: I32
         act[w][rows[w]] = out[w]
 
 
-def walkers_observe(obs: F64, x: F64, pos: Sequence[F64], vel: Sequence[F64], rows: I32, weights: F64,
-                    nw: int, n: int, limit: float) -> None:
+def walkers_observe(obs: F64, x: F64, times: F64, pos: Sequence[F64], vel: Sequence[F64],
+                    time: Sequence[Sequence[float]], rows: I32, weights: F64, nw: int, n: int,
+                    limit: float) -> None:
     """World w's centre c and velocity u (weights' sums in particle order), its observation
-    row (u, then each particle's position minus c), clamped to [-limit, limit]; x[w] = c_x."""
+    row (u, then each particle's position minus c), clamped to [-limit, limit]; x[w] = c_x;
+    times[w] = time[w][0]."""
     r = rows[:nw * n].reshape(nw, n)
     p = np.stack([np.asarray(pos[w]).reshape(-1, 2)[r[w]] for w in range(nw)])  # (nw, n, 2)
     v = np.stack([np.asarray(vel[w]).reshape(-1, 2)[r[w]] for w in range(nw)])
@@ -47,3 +49,4 @@ def walkers_observe(obs: F64, x: F64, pos: Sequence[F64], vel: Sequence[F64], ro
     o[:, :2] = _clamp(u, -limit, limit)
     o[:, 2:] = _clamp(p - c[:, None, :], -limit, limit).reshape(nw, 2 * n)
     x[:nw] = c[:, 0]
+    times[:nw] = [t[0] for t in time[:nw]]
