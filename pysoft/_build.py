@@ -51,7 +51,7 @@ def cdef_text(header: pathlib.Path = HEADER) -> str:
 # kernels take per-world pointers: pysoft.envs calls them, tests/test_envs.py holds their twins)
 NOT_OPS = ("compile_flags", "cpu_has_x86_64_v3", "reference_springs", "reference_steps", "run_frame",
            "run_worlds", "lane_worlds", "runner_post", "runner_wait", "runner_free", "walkers_drive",
-           "walkers_observe")
+           "walkers_observe", "walker_observed")
 PROTOTYPE = re.compile(r"\b(void|int)\s+ps_(\w+)\(([^)]*)\);")
 
 

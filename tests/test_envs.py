@@ -5,6 +5,7 @@ and bad input named."""
 
 from __future__ import annotations
 
+import gc
 import os
 import warnings
 from typing import Any
@@ -278,6 +279,11 @@ def test_a_walker_drives_its_muscles_as_its_robot_does() -> None:
 
 
 def test_a_vector_step_drives_and_observes_every_walker_in_one_call_each() -> None:
+    """One call drives every walker; one observes them all, or each world's frame in
+    step_many's lane ends with its walker's observation (ps_walker_observed): the same bits
+    as single environments'."""
+    from pysoft import _native
+
     calls: list[str] = []
 
     class Counting:
@@ -297,8 +303,28 @@ def test_a_vector_step_drives_and_observes_every_walker_in_one_call_each() -> No
     batch._lib = Counting(batch._lib)
     envs.reset(seed=0)
     assert calls == ["ps_walkers_observe"]
-    envs.step(np.zeros(envs.action_space.shape))
+    envs.step(np.zeros(envs.action_space.shape))  # (the first frames start from Python)
     assert calls == ["ps_walkers_observe", "ps_walkers_drive", "ps_walkers_observe"]
+    singles = [gym.make("pysoft/Walker-v0") for _ in range(5)]
+    for i, env in enumerate(singles):
+        env.reset(seed=i)
+        env.step(np.zeros(env.action_space.shape))
+    rng = np.random.default_rng(3)
+    for _ in range(3):  # then every world's frame in the lane ends with its observation
+        calls.clear()
+        actions = rng.uniform(-1.0, 1.0, envs.action_space.shape)
+        obs, rewards, _, _, infos = envs.step(actions)
+        assert calls == ["ps_walkers_drive"] and batch._observed.all()
+        for i, env in enumerate(singles):
+            o, r, _, _, info = env.step(actions[i])
+            assert o.tobytes() == obs[i].tobytes() and r == rewards[i]
+            assert info["x"] == infos["x"][i] and info["time"] == infos["time"][i]
+    ffi, _ = _native.require()
+    worlds = [env.world._frame.world for env in envs.envs]
+    assert all(w.after != ffi.NULL for w in worlds)
+    del envs, batch
+    gc.collect()  # (a batch let go of: no world's frame reads into its arrays again)
+    assert all(w.after == ffi.NULL and w.after_data == ffi.NULL for w in worlds)
 
 
 def test_walkers_on_the_numpy_backend_give_the_c_cores_bits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,21 @@ void ps_walkers_drive(double *const *act, const double *action, const int32_t *m
 void ps_walkers_observe(double *obs, double *x, double *times, const double *const *pos,
                         const double *const *vel, const double *const *time,
                         const int32_t *rows, const double *weights, int nw, int n, double limit);
+/* The same for one walker of a batch, as a world's `after` (ps_world): world `w` of the batch
+ * `walkers` (a ps_walkers: ps_walkers_observe's arguments) observed as ps_walkers_observe
+ * observes it, and observed[w] set to 1. */
+typedef struct {
+    double *obs, *x, *times;
+    const double *const *pos;
+    const double *const *vel;
+    const double *const *time;
+    const int32_t *rows;
+    const double *weights;
+    int n;
+    double limit;
+    int32_t *observed;
+} ps_walkers;
+void ps_walker_observed(const void *walkers, int w);
 
 /* bodies.c */
 void ps_pressure(double *force, const double *pos, const int32_t *outline,
@@ -250,6 +265,13 @@ typedef struct {
     const int64_t *versions[4];
     int64_t armed[4];
     double *time, dt;
+    /* Not NULL: after the world's frames ran in the lane (status 1), on the thread that ran
+     * them, while its arrays are in that CPU's caches, after(after_data, after_index): a
+     * function of the core's that reads the world for its owner (pysoft.envs' walkers'
+     * observations: ps_walker_observed). */
+    void (*after)(const void *data, int index);
+    const void *after_data;
+    int after_index;
 } ps_world;
 void ps_run_worlds(ps_world **worlds, int count, int threads);
 /* frame.c: step_many's lane. Each world whose `lane` is set and whose versions hold what it

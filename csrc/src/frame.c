@@ -278,6 +278,7 @@ static int32_t lane_world(ps_world *w, int frames)
     double t = *w->time;  /* as step() adds a frame's length, one frame at a time */
     for (int f = 0; f < w->ran; f++) t += w->dt;
     *w->time = t;
+    if (w->after) w->after(w->after_data, w->after_index);
     return 1;
 }
 

@@ -82,10 +82,15 @@ class Batch:
         self.observe()
         np.copyto(self.prev, self.x)
 
+    def observe_frame(self) -> None:
+        """``observe`` after the frame that ``act`` handed actions to (a subclass may have read
+        it as the frame ended)."""
+        self.observe()
+
     def outcome(self) -> None:
         """After a frame of every environment: observe; ``rewards`` the progress along x
         (+ ``bonus`` where finished)."""
-        self.observe()
+        self.observe_frame()
         np.subtract(self.x, self.prev, out=self.rewards)
         np.add(self.rewards, self.bonus, out=self.rewards, where=self.finished)
         np.copyto(self.prev, self.x)

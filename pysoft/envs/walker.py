@@ -4,10 +4,12 @@ staircase."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pysoft import _native, _validate, build
 from pysoft._constants import MUSCLE_RANGE
@@ -38,7 +40,10 @@ class WalkerBatch(Batch):
     call of ``ps_walkers_drive`` sets every walker's muscles from its action (activation
     1 + 0.5 action, each muscle the mean of its actuator voxels', as ``VoxelRobot.drive``),
     one of ``ps_walkers_observe`` reads every observation, centre of mass x and time (csrc/src/envs.c;
-    the NumPy twins of pysoft/twins/envs.py for worlds on the NumPy backend). The walkers must
+    the NumPy twins of pysoft/twins/envs.py for worlds on the NumPy backend). In a batch of
+    several, each world's frame in step_many's lane ends with its walker's observation
+    (``ps_walker_observed``, the world's ``after``: read while its arrays are in the caches of
+    the CPU that ran it), and a frame of every world that way reads none again. The walkers must
     be of one robot; the rows of each are found again when its world's rows changed."""
 
     bonus = GOAL_BONUS
@@ -82,6 +87,28 @@ class WalkerBatch(Batch):
                      ("rows", self._rows),
                      ("muscle_rows", self._muscle_rows), ("owners", owners), ("weights", self._weights))
             self._p = {name: ptr(a) for name, a in named}
+            if nb > 1:
+                self._observe_in_lane(ffi, ptr)
+
+    _observed: NDArray[np.int32] | None = None  # which worlds' frames ended with their observation
+
+    def _observe_in_lane(self, ffi: Any, ptr: Callable[[Any], Any]) -> None:
+        """Make each world's frame in step_many's lane end with its walker's observation
+        (``ps_walker_observed``, flagging ``_observed``), until this batch is let go of."""
+        p, ptrs = self._p, self._ptrs
+        self._observed = observed = np.zeros(self._nb, dtype=np.int32)
+        hook = ffi.new("ps_walkers *")
+        hook.obs, hook.x, hook.times = p["obs"], p["x"], p["times"]
+        hook.rows, hook.weights = p["rows"], p["weights"]
+        hook.pos, hook.vel, hook.time = ptrs["pos"], ptrs["vel"], ptrs["time"]
+        hook.n, hook.limit = self._n, OBS_LIMIT
+        hook.observed = flags = ptr(observed)
+        after = ffi.addressof(self._lib, "ps_walker_observed")
+        worlds = [env.world._frame.world for env in self._walkers]  # type: ignore[union-attr]
+        for i, w in enumerate(worlds):
+            w.after, w.after_data, w.after_index = after, hook, i
+        # (the hook and what it points to outlive every world's `after` that names it)
+        weakref.finalize(self, _unhook, ffi, worlds, hook, flags)
 
     def _refresh(self) -> None:
         """Each walker's particle and muscle rows, found again where its world's rows changed
@@ -101,6 +128,8 @@ class WalkerBatch(Batch):
     def act(self, actions: Array) -> None:
         if [c.value for c in self._clocks] != self._versions:
             self._refresh()
+        if self._observed is not None:
+            self._observed.fill(0)
         np.copyto(self._action, actions)
         low, high = MUSCLE_RANGE
         if self._c:
@@ -122,8 +151,27 @@ class WalkerBatch(Batch):
             twin.walkers_observe(self.obs.reshape(-1), self.x, self.time, [a.reshape(-1) for a in self._pos],
                                  [a.reshape(-1) for a in self._vel], self._time, self._rows.reshape(-1),
                                  self._weights, self._nb, self._n, OBS_LIMIT)
+        self._ended()
+
+    def observe_frame(self) -> None:
+        """After the frame ``act`` handed actions to: what every world's frame in the lane read
+        (all were observed there since ``act``), or ``observe``."""
+        if self._observed is not None and self._observed.all():
+            self._ended()
+        else:
+            self.observe()
+
+    def _ended(self) -> None:
         np.greater_equal(self.x, GOAL_X, out=self.finished)
         np.copyto(self.terminated, self.finished)
+
+
+def _unhook(ffi: Any, worlds: list[Any], hook: Any, flags: Any) -> None:
+    """Clear each world's ``after`` that names ``hook`` (a batch let go of)."""
+    named = int(ffi.cast("uintptr_t", hook))
+    for w in worlds:
+        if int(ffi.cast("uintptr_t", w.after_data)) == named:
+            w.after, w.after_data = ffi.NULL, ffi.NULL
 
 
 class WalkerEnv(SoftEnv):
