@@ -18,8 +18,9 @@ Python start of its first frame is also the copies and fills C makes between fra
 checks that the values that start reads (the colliders' velocities and dampings, the bodies'
 flags and rolling resistances) are still those it read; if one changed, the world starts
 from Python again. Such worlds with nothing of Python's to do around their frames (the lane,
-``_lane``) are checked in C as well, all in one call: the Store's rows and counted edits and the
-settings, as Python armed them (``Frame.arm``); a call with the worlds of one of the calling
+``_lane``) are checked in C as well, all in one call: the Store's rows and counted edits, the
+settings and the count of removals made through esper in the world's own context, as Python
+armed them (``Frame.arm``); a call with the worlds of one of the calling
 thread's recent calls (ROSTERS lists), in the same order, finds them through what that call
 found (``_Roster``). The other worlds (the NumPy backend, or systems of the user's, which run Python
 inside the frame) are stepped on the calling thread in list order.
