@@ -131,30 +131,15 @@ def _new_context(count: itertools.count[int], removals: np.ndarray | None = None
 
 # A world's own context counts the removals made in it (each function of esper's that removes
 # a component, deletes an entity, at once or deferred, or clears the database goes through one
-# of the methods below), so step_many's lane needs no look at esper's tables: C compares the
-# count with the one the last look found intact (``Ecs.checked``). A context shared with the
-# game may have been made by esper, with plain dicts and sets: its tables are looked at.
+# of the methods ``_counting`` wraps), so step_many's lane needs no look at esper's tables: C
+# compares the count with the one the last look found intact (``Ecs.checked``). A context
+# shared with the game may have been made by esper, with plain dicts and sets: its tables are
+# looked at.
 class _Kind(set):  # type: ignore[type-arg]
     """The entities of one component kind in a context of pysoft's own: removals counted."""
 
     __slots__ = ("removals",)
     removals: np.ndarray
-
-    def discard(self, entity: Any) -> None:
-        self.removals[0] += 1
-        set.discard(self, entity)
-
-    def remove(self, entity: Any) -> None:
-        self.removals[0] += 1
-        set.remove(self, entity)
-
-    def pop(self) -> Any:
-        self.removals[0] += 1
-        return set.pop(self)
-
-    def clear(self) -> None:
-        self.removals[0] += 1
-        set.clear(self)
 
 
 class _Dead(set):  # type: ignore[type-arg]
@@ -165,10 +150,6 @@ class _Dead(set):  # type: ignore[type-arg]
     def __init__(self, removals: np.ndarray) -> None:
         super().__init__()
         self.removals = removals
-
-    def add(self, entity: Any) -> None:
-        self.removals[0] += 1
-        set.add(self, entity)
 
 
 class _Kinds(dict):  # type: ignore[type-arg]
@@ -198,21 +179,25 @@ class _Kinds(dict):  # type: ignore[type-arg]
         for kind, entities in dict(*args, **kwargs).items():
             self[kind] = entities
 
-    def __delitem__(self, kind: Any) -> None:
-        self.removals[0] += 1
-        dict.__delitem__(self, kind)
 
-    def pop(self, *args: Any) -> Any:
-        self.removals[0] += 1
-        return dict.pop(self, *args)
+def _counting(cls: type, base: type, names: tuple[str, ...]) -> None:
+    """Make each method ``names`` of ``cls`` its ``base``'s, after counting one removal in
+    ``self.removals[0]``."""
+    for name in names:
+        method = getattr(base, name)
 
-    def popitem(self) -> Any:
-        self.removals[0] += 1
-        return dict.popitem(self)
+        def counted(self: Any, *args: Any, _method: Any = method) -> Any:
+            self.removals[0] += 1
+            return _method(self, *args)
 
-    def clear(self) -> None:
-        self.removals[0] += 1
-        dict.clear(self)
+        counted.__name__ = name
+        counted.__qualname__ = f"{cls.__name__}.{name}"
+        setattr(cls, name, counted)
+
+
+_counting(_Kind, set, ("discard", "remove", "pop", "clear"))
+_counting(_Dead, set, ("add",))
+_counting(_Kinds, dict, ("__delitem__", "pop", "popitem", "clear"))
 
 
 def _drop_context(name: str) -> None:
