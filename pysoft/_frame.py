@@ -133,6 +133,9 @@ class Frame:
         self.runs_key: tuple[Any, ...] = ()
         self.repeats = False
         self.kept_alive: Any = None
+        # what the world's `after` (pysoft.h) reads, held as long as the world: its owner may be
+        # let go of while another thread runs the world (pysoft.envs' walkers)
+        self.after_kept: Any = None
         # what the asked terms' ``frame_start`` read beyond h, the rows and the settings (their
         # ``watched`` views: live, and their bytes when the calls were last made), and whether
         # the world's next frame may resume from its last one in C (``resumed``)

@@ -320,11 +320,16 @@ def test_a_vector_step_drives_and_observes_every_walker_in_one_call_each() -> No
             assert o.tobytes() == obs[i].tobytes() and r == rewards[i]
             assert info["x"] == infos["x"][i] and info["time"] == infos["time"][i]
     ffi, _ = _native.require()
-    worlds = [env.world._frame.world for env in envs.envs]
+    kept = [env.world for env in envs.envs]
+    worlds = [w._frame.world for w in kept]
     assert all(w.after != ffi.NULL for w in worlds)
     del envs, batch
     gc.collect()  # (a batch let go of: no world's frame reads into its arrays again)
     assert all(w.after == ffi.NULL and w.after_data == ffi.NULL for w in worlds)
+    assert all(w._frame.after_kept is not None for w in kept)  # (what it read stays with the world)
+    before = [w.time for w in kept]
+    pysoft.step_many(kept, 2)
+    assert [w.time for w in kept] == [(t + kept[0].dt) + kept[0].dt for t in before]
 
 
 def test_walkers_on_the_numpy_backend_give_the_c_cores_bits(monkeypatch: pytest.MonkeyPatch) -> None:

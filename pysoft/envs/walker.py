@@ -104,11 +104,17 @@ class WalkerBatch(Batch):
         hook.n, hook.limit = self._n, OBS_LIMIT
         hook.observed = flags = ptr(observed)
         after = ffi.addressof(self._lib, "ps_walker_observed")
-        worlds = [env.world._frame.world for env in self._walkers]  # type: ignore[union-attr]
-        for i, w in enumerate(worlds):
-            w.after, w.after_data, w.after_index = after, hook, i
-        # (the hook and what it points to outlive every world's `after` that names it)
-        weakref.finalize(self, _unhook, ffi, worlds, hook, flags)
+        kept = (hook, flags, self._p, self._ptrs, self._keep)  # (all that the hook reaches)
+        worlds = []
+        for i, env in enumerate(self._walkers):
+            frame = env.world._frame
+            assert frame is not None  # (the C backend's)
+            with env.world._guard.held("a vector environment"):  # (no thread is running it)
+                w = frame.world
+                w.after, w.after_data, w.after_index = after, hook, i
+                frame.after_kept = kept  # (as long as the world: see Frame.after_kept)
+            worlds.append(w)
+        weakref.finalize(self, _unhook, ffi, worlds, hook)
 
     def _refresh(self) -> None:
         """Each walker's particle and muscle rows, found again where its world's rows changed
@@ -166,8 +172,9 @@ class WalkerBatch(Batch):
         np.copyto(self.terminated, self.finished)
 
 
-def _unhook(ffi: Any, worlds: list[Any], hook: Any, flags: Any) -> None:
-    """Clear each world's ``after`` that names ``hook`` (a batch let go of)."""
+def _unhook(ffi: Any, worlds: list[Any], hook: Any) -> None:
+    """Clear each world's ``after`` that names ``hook`` (a batch let go of: its worlds stop
+    observing for it; what the hook reads stays with each world, Frame.after_kept)."""
     named = int(ffi.cast("uintptr_t", hook))
     for w in worlds:
         if int(ffi.cast("uintptr_t", w.after_data)) == named:
