@@ -234,6 +234,34 @@ class Sprite:
     image: str = "ball.png"
 
 
+def test_components_the_game_adds_in_a_worlds_own_context_are_kept() -> None:
+    """A game's own components on a world's entities, in the world's own context (which counts
+    the removals made in it for step_many's lane): esper sees them as it sees any, the world's
+    stepping (alone and in step_many's lane) loses none of its particles, and removing the
+    game's component sends the world through Python once without sweeping anything of its own."""
+
+    @dataclass
+    class Tag:
+        name: str
+
+    w = pysoft.World()
+    a, b = w.add_particle((0.0, 1.0)), w.add_particle((1.0, 1.0))
+    with w._ecs.entered():
+        esper.add_component(a, Tag("a"))
+        esper.add_component(b, Tag("b"))
+        assert sorted(e for e, _ in esper.get_component(Tag)) == [a, b]
+    w.step()
+    for _ in range(3):
+        pysoft.step_many([w])
+    assert list(w.particles) == [a, b]
+    with w._ecs.entered():
+        assert esper.remove_component(a, Tag).name == "a"
+        assert [e for e, _ in esper.get_component(Tag)] == [b] and esper.has_component(a, pysoft.Particle)
+    for _ in range(3):
+        pysoft.step_many([w])
+    assert list(w.particles) == [a, b] and w.time == pytest.approx(7 / 60)
+
+
 def test_shared_default_context_carries_game_components() -> None:
     previous = esper.current_world
     esper.switch_world("default")
