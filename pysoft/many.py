@@ -109,7 +109,7 @@ class _Roster:
     def __init__(self, held: Sequence[World], batched: list[int]) -> None:
         self.ids = [id(w) for w in held]
         self.gone = False
-        self.refs = [weakref.ref(w, self._lost) for w in held]
+        self.refs = [weakref.ref(w, self._lost) for w in held]  # (held for their callbacks)
         self.guards = [w._guard for w in held]
         ours = set(batched)
         self.python = [i for i in range(len(held)) if i not in ours]  # (stepped by Python)

@@ -104,7 +104,9 @@ class WalkerBatch(Batch):
         hook.n, hook.limit = self._n, OBS_LIMIT
         hook.observed = flags = ptr(observed)
         after = ffi.addressof(self._lib, "ps_walker_observed")
-        kept = (hook, flags, self._p, self._ptrs, self._keep)  # (all that the hook reaches)
+        # what the hook reads but the world's own arrays (which live as long as the world): a
+        # world kept does not keep its batch's other worlds' Stores reserved
+        kept = (hook, flags, self._p, self._ptrs)
         worlds = []
         for i, env in enumerate(self._walkers):
             frame = env.world._frame
