@@ -440,6 +440,23 @@ def sample_settle_mass(rng: np.random.Generator, n: int, dim: int) -> dict[str, 
             "inv_mass": p["inv_mass"], "members": rows, "body_start": starts, "body_count": counts}
 
 
+def sample_settle_plan(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
+    """Constraints of 2, dim + 1 or 4 particles in independent batches; settle inverse masses
+    of 0 for about half the particles (-0.0 for some), NaN and negative for a few, so some
+    constraints have every particle immovable, some one, some all movable."""
+    k = int(rng.choice([2, dim + 1, 4]))
+    m = 0 if n < k else 2 * n
+    rows = np.array([rng.choice(n, k, replace=False) for _ in range(m)], np.int32).reshape(m, k)
+    mass = rng.uniform(0.1, 2.0, n) * (rng.random(n) < 0.5)
+    mass[rng.random(n) < 0.1] = -0.0
+    mass[rng.random(n) < 0.03] = np.nan
+    mass[rng.random(n) < 0.03] = -1.0
+    plan = colored(rows)
+    return {"settle_order": rng.integers(-5, 5, m).astype(np.int32),
+            "settle_start": rng.integers(-5, 5, len(plan["batch_start"])).astype(np.int32), **plan,
+            "rows": rows, "settle_inv_mass": mass}
+
+
 def sample_zero(rng: np.random.Generator, n: int, dim: int) -> dict[str, Any]:
     """Values of every kind (NaN, infinities, -0.0 among them)."""
     values = rng.normal(0.0, 1.0, n * dim)
@@ -903,6 +920,7 @@ SAMPLERS: dict[str, Sampler] = {
     "xpbd_volume": sample_xpbd_volume,
     "xpbd_material": sample_xpbd_material,
     "settle_mass": sample_settle_mass,
+    "settle_plan": sample_settle_plan,
     "zero": sample_zero,
     "untangle": sample_untangle,
     "spin_record": sample_spin_record,

@@ -305,6 +305,30 @@ def test_the_settle_leaves_a_body_held_from_opposite_sides_alone(
     assert out.tolist() == [*body.tolist(), inv_mass[6], 0.0]
 
 
+def test_the_settle_leaves_a_body_with_no_stuck_member_alone(backend: str) -> None:
+    """settle_mass: a body none of whose members static friction holds (body 1, rows 3-5,
+    resting on body 0 or falling) is immovable in the settle solve; a row it shares with a body
+    that has a stuck member (row 3, also of body 0) and a particle of no body (row 6) keep
+    their inverse mass; body 0's stuck row is immovable. A substep with no particle stuck
+    writes nothing."""
+    from pysoft import _kernels
+    n = 7
+    support = np.zeros((n, 3))
+    support[0] = (0.0, 1.0, 0.0)
+    stuck = np.zeros(n, dtype=np.int32)
+    stuck[0] = 1
+    inv_mass = np.linspace(1.0, 2.0, n)
+    out = np.full(n, np.nan)
+    call = _kernels.Bound("settle_mass", backend, settle_inv_mass=out, support=support, stuck=stuck,
+                          inv_mass=inv_mass, members=np.array([0, 1, 2, 3, 3, 4, 5], dtype=np.int32),
+                          body_start=np.array([0, 4], dtype=np.int32),
+                          body_count=np.array([4, 3], dtype=np.int32)).call
+    assert call(n, 2, 3) == 1
+    assert out.tolist() == [0.0, *inv_mass[1:4].tolist(), 0.0, 0.0, inv_mass[6]]
+    stuck[0] = 0
+    out[:] = -1.0
+    assert call(n, 2, 3) == 0 and (out == -1.0).all()
+
 
 def _tangled_hexagon(turn: float, tangled: bool = True) -> dict[str, np.ndarray]:
     """A hexagon body (rows 0-5 round a centre, row 6) of six triangles about the centre, its

@@ -135,6 +135,9 @@ int ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t
                     const double *inv_mass,
                     const int32_t *members, const int32_t *body_start,
                     const int32_t *body_count, int n, int b, int dim);
+void ps_settle_plan(int32_t *settle_order, int32_t *settle_start, const int32_t *order,
+                    const int32_t *batch_start, const int32_t *rows, const double *settle_inv_mass,
+                    int m, int nbatch, int k);
 void ps_zero(double *values, int m);
 void ps_untangle(double *pos, double *vel, double *withheld, int32_t *tangled,
                  const double *inv_mass, const double *support, const int32_t *owner,

@@ -100,8 +100,9 @@
  * particles static friction holds in this substep immovable; ps_settle_mass gives it their
  * inverse masses (and returns 1; with no particle stuck it writes nothing and returns 0: no
  * settle this substep): 0 for a particle that is `stuck` (collide.c, edges.c: static friction of
- * a collider with friction > 0 undid its slip), inv_mass for the others; and 0 for every
- * member of a body held from opposite sides: two of its held members' supports (their last
+ * a collider with friction > 0 undid its slip), inv_mass for the others; 0 for every member of
+ * a body none of whose members is stuck (but a row it shares with a body that has one); and 0
+ * for every member of a body held from opposite sides: two of its held members' supports (their last
  * contact normals this substep, nonzero where a collider held them) more than 120 degrees
  * apart (dot < -1/2). A particle a collider holds only along its normal (no friction, or
  * sliding) keeps its inverse mass: immovable in the settle, it took the tangential part of
@@ -119,6 +120,15 @@
  * some held support has dot < -1/2 with w. In 2D, u lies inside the arc the supports span
  * or w opposes it, and w is one end of that arc: an opposed pair is found exactly when
  * there is one.
+ *
+ * A body with no stuck member sits the settle out: the settle corrects around the particles
+ * static friction put back, and a body without one has nothing of that to correct. Solved
+ * again, such a body got a third sweep of its constraints in each substep in which any
+ * particle anywhere was stuck: its stiffness hung on other bodies' contacts. The settle solves its own
+ * plan (ps_settle_plan): the solve plan less the constraints none of whose particles is
+ * movable in it, which a solve leaves as they are (each kernel skips a constraint of no
+ * inverse mass, multiplier and all) -- in a pile, the constraints of the bodies that rest
+ * on other bodies alone.
  *
  * The untangle pass (before each substep's constraint solve, ps_untangle): a body with an area
  * (3D: volume) constraint of its own inside out (all three corners owned by it, `owner`; its signed area
@@ -1006,12 +1016,46 @@ int ps_settle_mass(double *settle_inv_mass, const double *support, const int32_t
     for (int i = 0; i < n && !any; i++) any = stuck[i] != 0;
     if (!any) return 0;  /* no settle this substep: nothing written */
     for (int i = 0; i < n; i++) settle_inv_mass[i] = stuck[i] ? 0.0 : inv_mass[i];
+    /* a body with no stuck member sits it out; a row it shares with one that has is movable */
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < b; j++) {
+            const int32_t *rows = members + body_start[j];
+            int count = body_count[j], holds = 0;
+            for (int e = 0; e < count && !holds; e++) holds = stuck[rows[e]] != 0;
+            if (pass == 0 && !holds)
+                for (int e = 0; e < count; e++) settle_inv_mass[rows[e]] = 0.0;
+            if (pass == 1 && holds)
+                for (int e = 0; e < count; e++)
+                    settle_inv_mass[rows[e]] = stuck[rows[e]] ? 0.0 : inv_mass[rows[e]];
+        }
     for (int j = 0; j < b; j++) {
         const int32_t *rows = members + body_start[j];
         if (opposed(support, rows, body_count[j], dim))
             for (int e = 0; e < body_count[j]; e++) settle_inv_mass[rows[e]] = 0.0;
     }
     return 1;
+}
+
+/* The settle solve's plan (see the header comment): the solve plan (order, batch_start: nbatch
+ * batches) less the constraints all of whose particles (rows, k of them a constraint) have a
+ * settle inverse mass of 0 -- a solve leaves such a constraint as it is (every kernel skips one
+ * of no inverse mass) -- each batch's rest in its order. */
+void ps_settle_plan(int32_t *settle_order, int32_t *settle_start, const int32_t *order,
+                    const int32_t *batch_start, const int32_t *rows, const double *settle_inv_mass,
+                    int m, int nbatch, int k)
+{
+    int kept = 0;
+    settle_start[0] = 0;
+    for (int bt = 0; bt < nbatch; bt++) {
+        for (int t = batch_start[bt]; t < batch_start[bt + 1]; t++) {
+            const int32_t *r = rows + (long)k * order[t];
+            int moves = 0;
+            for (int c = 0; c < k; c++) moves |= settle_inv_mass[r[c]] != 0.0;
+            if (moves) settle_order[kept++] = order[t];
+        }
+        settle_start[bt + 1] = kept;
+    }
+    (void)m;
 }
 
 /* values[0 .. m) = 0: a substep's multipliers, and `withheld`, before the solve. */

@@ -66,6 +66,11 @@ register(
             Arg("members", ("e",), np.int32), Arg("body_start", ("b",), np.int32),
             Arg("body_count", ("b",), np.int32)),
            ("n", "b", "dim"), (), ("settle_inv_mass",), check=check_ranges("members", any_dim=True)),
+    Kernel("settle_plan", "constraints",
+           (Arg("settle_order", ("m",), np.int32), Arg("settle_start", ("nbatch+1",), np.int32),
+            *_SOLVE, Arg("rows", ("m", "k"), np.int32), Arg("settle_inv_mass", ("n",))),
+           ("m", "nbatch", "k"), (), ("settle_order", "settle_start"),
+           index_args=(("rows", "n"),), check=_check_batches("rows")),
     Kernel("zero", "constraints", (Arg("values", ("m",)),), ("m",), (), ("values",)),
     Kernel("untangle", "constraints",
            (Arg("pos", _P), Arg("vel", _P), Arg("withheld", _P), Arg("tangled", ("b",), np.int32),
@@ -148,8 +153,20 @@ class _Solver:
         # whether the kernel can leave the velocities alone (follow 0: the positions-only solve)
         self.follows = "follow" in spec.scalars
         self.solve = ctx.bind(kernel, inv_mass=a["inv_mass"], **moving, **rest_of)
-        # the settle solve: particles static friction holds this substep count as immovable
-        self.settle = ctx.bind(kernel, inv_mass=a["settle_inv_mass"], **moving, **rest_of)
+        # the settle solve: particles static friction holds this substep count as immovable;
+        # it solves its own plan, the solve plan less the constraints it would leave as they are
+        # (``settle_plan``: none of their particles movable in it)
+        store, cap = ctx.store, T.capacity
+        settle_order = store.work_table(f"{name}.settle", {"row": Field((), np.int32)},
+                                        cap, exact=True).arrays["row"]
+        settle_start = store.work_table(f"{name}.settle_batches", {"start": Field((), np.int32)},
+                                        cap + 1, exact=True).arrays["start"]
+        self.settle = ctx.bind(kernel, inv_mass=a["settle_inv_mass"], **moving,
+                               **{**rest_of, "order": settle_order, "batch_start": settle_start})
+        self.width = T.arrays[index].shape[1]
+        self.settle_plan = ctx.bind("settle_plan", settle_order=settle_order, settle_start=settle_start,
+                                    order=self.batches.plan_order, batch_start=self.batches.plan_start,
+                                    rows=T.arrays[index], settle_inv_mass=a["settle_inv_mass"])
 
     def run(self, nbatch: int, dim: int, h: float, settle: bool, follow: int) -> None:
         """One sweep over the constraints (the settle solve's if ``settle``); ``follow`` 0:
@@ -227,14 +244,16 @@ class _ConstraintTerm:
 
     def sweep_calls(self, live: list[_Solver], h: float,
                     settle: bool) -> list[tuple[_Solver, str | int, Any, tuple[Any, ...]]]:
-        """One solve's calls, as (solver, "zero" or the iteration, bound kernel, its counts and
-        scalars): each live solver's multipliers zeroed (they accumulate over the substep's
-        iterations), then ``constraint_iterations`` sweeps over the solvers in turn (the
-        settle solve's if ``settle``)."""
+        """One solve's calls, as (solver, "plan", "zero" or the iteration, bound kernel, its
+        counts and scalars): each live solver's multipliers zeroed (they accumulate over the
+        substep's iterations), then ``constraint_iterations`` sweeps over the solvers in turn
+        (the settle solve's if ``settle``, each solver's settle plan made first)."""
         plans: list[int] = []
         calls: list[tuple[_Solver, str | int, Any, tuple[Any, ...]]] = []
         for s in live:
             plans.append(s.batches.plan(s.links.index))
+            if settle:
+                calls.append((s, "plan", s.settle_plan, (s.table.n, plans[-1], s.width)))
             calls.append((s, "zero", s.zero, (s.table.n * s.per,)))
         dim = self.ctx.dim
         follow = int(not self.positions_only(settle))
@@ -277,6 +296,13 @@ class _SettleTerm:
     whole of each substep's conflict into the few free ones, and velocity after it: pressed
     XPBD discs came out from under a plate at 10 m/s, and 7 of 27 sizes were still moving
     10 s after the release (1 since).
+
+    A body none of whose members is stuck sits the settle out too (a row it shares with a body
+    that has one excepted): it has nothing the settle corrects, and solved again it got a third
+    sweep in each substep in which any particle anywhere was stuck, so its stiffness hung on
+    other bodies' contacts. The settle solves its own plan (``settle_plan``), the solve plan
+    less the constraints it would leave as they are (none of their particles movable in it):
+    in a pile, the bodies resting on other bodies cost it nothing.
     """
     label = "XPBD settle"  # its name in an InstabilityError
 
@@ -628,6 +654,9 @@ class Constraints(Feature):
                                                     False, int(not self.term.positions_only(False))))
             for s in self.solvers}
         probes["settle_mass"] = (n, lambda: self.settle.bound()(n, self.settle.bodies.n, dim))
+        plans = self.distances
+        probes["settle_plan"] = (plans.table.n, lambda: plans.settle_plan(
+            plans.table.n, plans.batches.plan(plans.links.index), plans.width))
         probes["zero"] = (n * dim, functools.partial(self.term.zero, n * dim))
         m = self.volumes.table.n
         probes["untangle"] = (m, lambda: self.untangle.bound()(n, m, self.untangle.bodies.n, dim, PROBE_H))

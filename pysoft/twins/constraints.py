@@ -206,15 +206,40 @@ def settle_mass(
     settle_inv_mass: F64, support: F64, stuck: I32, inv_mass: F64, members: I32,
     body_start: I32, body_count: I32, n: int, b: int, dim: int,
 ) -> int:
-    """The settle solve's inverse masses: 0 where static friction holds the particle (stuck)
-    and for every member of a body held from opposite sides, inv_mass elsewhere; 1, or 0
-    with nothing written when no particle is stuck (constraints.c)."""
+    """The settle solve's inverse masses: 0 where static friction holds the particle (stuck),
+    for every member of a body with no stuck member (but rows it shares with one that has) and
+    of a body held from opposite sides, inv_mass elsewhere; 1, or 0 with nothing written when
+    no particle is stuck (constraints.c)."""
     if not stuck[:n].any():
         return 0
     settle_inv_mass[:n] = np.where(stuck[:n] != 0, 0.0, inv_mass[:n])
+    # a body with no stuck member sits it out; a row it shares with one that has is movable
+    bodies = [members[body_start[j] : body_start[j] + body_count[j]] for j in range(b)]
+    holds = [bool((stuck[rows] != 0).any()) for rows in bodies]
+    for rows, held in zip(bodies, holds, strict=True):
+        if not held:
+            settle_inv_mass[rows] = 0.0
+    for rows, held in zip(bodies, holds, strict=True):
+        if held:
+            settle_inv_mass[rows] = np.where(stuck[rows] != 0, 0.0, inv_mass[rows])
     for j in _opposed(support, members, body_start, body_count, n, b, dim).tolist():
         settle_inv_mass[members[body_start[j] : body_start[j] + body_count[j]]] = 0.0
     return 1
+
+
+def settle_plan(
+    settle_order: I32, settle_start: I32, order: I32, batch_start: I32, rows: I32,
+    settle_inv_mass: F64, m: int, nbatch: int, k: int,
+) -> None:
+    """The settle solve's plan: the solve plan (``order``, ``batch_start``) less the constraints
+    all of whose particles (``rows``, ``k`` a constraint) have a settle inverse mass of 0, each
+    batch's rest in its order (constraints.c)."""
+    start = batch_start[: nbatch + 1].astype(np.int64)
+    j = order[start[0] : start[-1]]
+    moves = (settle_inv_mass[rows[j, :k]] != 0.0).any(axis=1)
+    kept = np.concatenate([[0], np.cumsum(moves)])
+    settle_order[: kept[-1]] = j[moves]
+    settle_start[: nbatch + 1] = kept[start - start[0]]
 
 
 def zero(values: F64, m: int) -> None:
