@@ -30,6 +30,7 @@ def _sample(dim: int, n: int = 400, seed: int = 3) -> dict[str, Any]:
     args = SAMPLERS["body_contacts"](np.random.default_rng(seed), n, dim)
     args["fat_body"] = np.zeros(n * len(args["body_flags"]), dtype=np.int32)  # room for every pair
     args["fat_clear"] = np.zeros(len(args["fat_body"]))
+    args["fat_kept"] = np.zeros((len(args["fat_body"]), 2))
     return args
 
 
@@ -120,6 +121,7 @@ def test_lists_too_long_for_their_room_are_made_in_turns(dim: int) -> None:
     nb = len(args["body_flags"])
     args["fat_body"] = np.zeros(nb, dtype=np.int32)  # room for one body's worth of pairs
     args["fat_clear"] = np.zeros(nb)
+    args["fat_kept"] = np.zeros((nb, 2))
     t = _Twins(args)
     for _ in range(3):
         t.call()

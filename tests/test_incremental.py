@@ -71,10 +71,10 @@ def test_steady_state_frames_rebind_nothing_and_call_a_fixed_number_of_kernels(
             before, settled, recollided = _calls(counter), settle.runs, again.runs
             w.step()
             # the constraints' settle solve runs in the substeps where static friction holds a
-            # particle: the multipliers zeroed (distance, area), then 2 iterations x (distance
-            # + area) each time; then (and when the outline edges' contacts moved particles)
-            # the particles meet the colliders again
-            per_frame.append(_calls(counter) - before - 6 * (settle.runs - settled)
+            # particle: its plan made and the multipliers zeroed (distance, area), then 2
+            # iterations x (distance + area) each time; then (and when the outline edges'
+            # contacts moved particles) the particles meet the colliders again
+            per_frame.append(_calls(counter) - before - 8 * (settle.runs - settled)
                              - (again.runs - recollided))
         assert _binds(counter) == binds  # nothing rebinds in the steady state
         assert settle.runs > 0 and again.runs >= settle.runs  # the scene rests on its floor

@@ -127,8 +127,8 @@
  * particle anywhere was stuck: its stiffness hung on other bodies' contacts. The settle solves its own
  * plan (ps_settle_plan): the solve plan less the constraints none of whose particles is
  * movable in it, which a solve leaves as they are (each kernel skips a constraint of no
- * inverse mass, multiplier and all) -- in a pile, the constraints of the bodies that rest
- * on other bodies alone.
+ * inverse mass, multiplier and all): in a pile it leaves out every body that rests on other
+ * bodies alone.
  *
  * The untangle pass (before each substep's constraint solve, ps_untangle): a body with an area
  * (3D: volume) constraint of its own inside out (all three corners owned by it, `owner`; its signed area

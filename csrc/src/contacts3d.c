@@ -121,7 +121,12 @@
  * pass's start) plus sqrt 3 times what surface_moved says. A pair whose particle is outside
  * B's grown box at the pass's start (not met) takes c from the box instead: snap_i is outside
  * the surface's corners' box, so outside the surface and at least box[6] plus how far beyond
- * the grown box it is from it (`box_gap`); the clearance is tested before the box. The twin
+ * the grown box it is from it (`box_gap`); the clearance is tested before the box. When the
+ * lists are made again for the same layout (a particle moved past the slack), each pair of
+ * the old lists that is in the new ones keeps its clearance less how far i and B's surface
+ * (fat_drift) are from the old lists' positions -- by the same argument, a bound for the new
+ * ones (fat_kept holds the old pairs meanwhile) -- instead of starting from -inf: one particle
+ * past the slack no longer sends every pair near a surface through face_contact. The twin
  * computes every pair; the results are the same.
  *
  * Order (the NumPy twin, pysoft/twins/contacts3d.py, follows it, so results
@@ -1137,7 +1142,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         double *aabb, int32_t *bucket_start, int32_t *bucket_body,
                         int32_t *cell_start, int32_t *cell_particle, int32_t *near,
                         double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
-                        double *fat_state, double *fat_clear, double *fat_drift,
+                        double *fat_state, double *fat_clear, double *fat_kept, double *fat_drift,
                         const double *prev_pos, const double *support,
                         const double *radius, const double *inv_mass,
                         const int32_t *owner, const int32_t *category, const int32_t *mask,
@@ -1233,9 +1238,26 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         targets++;
     }
     double sig_hi = (double)(uint32_t)(sig >> 32), sig_lo = (double)(uint32_t)sig;
-    listed &= fat_state[1] == sig_hi && fat_state[2] == sig_lo && fat_state[3] == (double)n
-              && fat_state[4] == (double)nb && fat_state[5] == margin
-              && fat_state[7] == (double)particle_collisions;
+    int same = fat_state[1] == sig_hi && fat_state[2] == sig_lo && fat_state[3] == (double)n
+               && fat_state[4] == (double)nb && fat_state[5] == margin
+               && fat_state[7] == (double)particle_collisions;
+    /* lists made again for the same layout (a particle moved past the slack): each old pair's
+     * clearance, less how far i and the surface are from the old lists' positions, holds for
+     * the new ones (see the essay) and is kept */
+    long carried = 0; /* the old pairs in fat_kept (key i nb + B, ascending; clearance) */
+    if (fat_state[0] == 1.0 && same && !listed) {
+        long e = 0;
+        for (int i = 0; i < n; i++) {
+            double di = sqrt(dist2(snap + 3L * i, fat_pos + 3L * i));
+            for (int q = 0; q < fat_count[i]; q++, e++) {
+                int b = fat_body[e];
+                fat_kept[2 * e] = (double)i * (double)nb + (double)b;
+                fat_kept[2 * e + 1] = fat_clear[e] > 0.0 ? (fat_clear[e] - di) - fat_drift[6L * b] : -INFINITY;
+            }
+        }
+        carried = e;
+    }
+    listed &= same;
     int hb = 1;
     double cs = 1.0, ib = 1.0, grow = 0.0;
     if (targets && !listed) { /* the bodies' hash: each grown box in every cell it covers */
@@ -1303,9 +1325,16 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                 if (i0 == 0 && i1 == n) {
                     listed = 1;
                     memcpy(fat_pos, snap, sizeof(double) * 3 * (size_t)n);
-                    /* no clearance known yet; every particle at its listed position */
-                    long used = n ? (long)fat_first[n - 1] + fat_count[n - 1] : 0;
-                    for (long e = 0; e < used; e++) fat_clear[e] = -INFINITY;
+                    /* no clearance known yet but a carried one; every particle at its listed
+                     * position */
+                    long k = 0;
+                    for (int i = 0; i < n; i++)
+                        for (int q = 0; q < fat_count[i]; q++) {
+                            long e = (long)fat_first[i] + q;
+                            double key = (double)i * (double)nb + (double)fat_body[e];
+                            while (k < carried && fat_kept[2 * k] < key) k++;
+                            fat_clear[e] = k < carried && fat_kept[2 * k] == key ? fat_kept[2 * k + 1] : -INFINITY;
+                        }
                     for (int b = 0; b < nb; b++) {
                         fat_drift[6L * b] = 0.0;
                         skin_bound(snap, outline + outline_start[b], outline_count[b],

@@ -181,25 +181,8 @@ def solid(world: World, pos: np.ndarray, tets: np.ndarray, surface: np.ndarray, 
             world.add_volume_constraints(entities[tets], alpha[1])
         if "material" in models:
             world.add_material_constraints(entities[tets], *material)
-        return world.add_body(entities[coherent(pos, surface)], *chosen, particles=entities.tolist(),
+        return world.add_body(entities[surface], *chosen, particles=entities.tolist(),
                               tetrahedra=entities[tets] if len(tets) else None, **body)
-
-
-def coherent(pos: np.ndarray, surface: np.ndarray) -> np.ndarray:
-    """``surface``'s triangles in the Z order (Morton order) of their centroids, ties in their
-    own order: runs of triangles next to each other in it lie together, so the contact pass's
-    blocks of a surface (csrc/src/contacts3d.c: runs of PS_SCAN triangles, each with a box of
-    its own) are compact, and a particle near the surface is in the boxes of few of them (in
-    the order of a tetrahedral mesh's cells, a block of a cube's surface was a slab across it,
-    and a particle on a face was in every block's box)."""
-    c = pos[surface].mean(axis=1)
-    lo, span = c.min(axis=0), np.ptp(c, axis=0)
-    cell = np.floor((c - lo) / np.where(span > 0.0, span, 1.0) * 1023.0).astype(np.int64)
-    code = np.zeros(len(c), np.int64)
-    for bit in range(10):
-        for d in range(3):
-            code |= ((cell[:, d] >> bit) & 1) << (3 * bit + d)
-    return surface[np.argsort(code, kind="stable")]
 
 
 def _world3(world: World, builder: str) -> None:

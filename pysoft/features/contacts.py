@@ -58,7 +58,7 @@ register(Kernel(
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
      Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
      Arg("fat_body", ("npairs",), _I), Arg("fat_state", (8,)), Arg("fat_clear", ("npairs",)),
-     Arg("fat_drift", ("b", 6)), Arg("prev_pos", _P),
+     Arg("fat_kept", ("npairs", 2)), Arg("fat_drift", ("b", 6)), Arg("prev_pos", _P),
      Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
      Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
      Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
@@ -70,7 +70,7 @@ register(Kernel(
     ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse"),
     scratch=("snap", "aabb", "bucket_start", "bucket_body", "cell_start", "cell_particle", "near",
              "edge", "fat_pos", "fat_first", "fat_count", "fat_body", "fat_state", "fat_clear",
-             "fat_drift"),
+             "fat_kept", "fat_drift"),
     check=_check))
 
 
@@ -104,7 +104,8 @@ class _ContactTerm:
             cell_start=buckets.arrays["cell_start"], cell_particle=a["cell_particle"],
             near=a["near"], edge=edges.arrays["edge"], fat_pos=a["fat_pos"], fat_first=a["fat_first"],
             fat_count=a["fat_count"], fat_body=pairs.arrays["body"], fat_state=state.arrays["state"][0],
-            fat_clear=pairs.arrays["clear"], fat_drift=work.arrays["drift"], prev_pos=a["prev_pos"],
+            fat_clear=pairs.arrays["clear"], fat_kept=pairs.arrays["kept"], fat_drift=work.arrays["drift"],
+            prev_pos=a["prev_pos"],
             support=a["support"], radius=a["radius"], inv_mass=a["inv_mass"],
             owner=a["owner"], category=a["category"], mask=a["mask"], friction=a["friction"],
             restitution=a["restitution"], rest_pos=a["rest_pos"], outline=outlines.arrays["rows"],
@@ -234,9 +235,10 @@ class BodyCollisions(Feature):
         # each outline edge at the substep's start, one row per outline row
         edges = table("body_contact_edges", {"edge": Field((4,), np.float64)}, MAX_MEMBERS)
         # the candidate lists, kept from substep to substep while nothing moves far (see contacts.c)
-        # and, in 3D, each pair's clearance (see contacts3d.c)
-        pairs = table("body_contact_pairs", {"body": Field((), np.int32), "clear": Field((), np.float64)},
-                      MAX_PAIRS)
+        # and, in 3D, each pair's clearance and, while the lists are made again, the old lists'
+        # pairs and clearances (see contacts3d.c)
+        pairs = table("body_contact_pairs", {"body": Field((), np.int32), "clear": Field((), np.float64),
+                                             "kept": Field((2,), np.float64)}, MAX_PAIRS)
         state = table("body_contact_lists", {"state": Field((8,), np.float64)}, 1, exact=True)
         self.term = _ContactTerm(ctx, work, buckets, entries, edges, pairs, state)
         ctx.pipeline.collide.append(self.term)
