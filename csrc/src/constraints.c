@@ -124,11 +124,11 @@
  * A body with no stuck member sits the settle out: the settle corrects around the particles
  * static friction put back, and a body without one has nothing of that to correct. Solved
  * again, such a body got a third sweep of its constraints in each substep in which any
- * particle anywhere was stuck: its stiffness hung on other bodies' contacts. The settle solves its own
- * plan (ps_settle_plan): the solve plan less the constraints none of whose particles is
- * movable in it, which a solve leaves as they are (each kernel skips a constraint of no
- * inverse mass, multiplier and all): in a pile it leaves out every body that rests on other
- * bodies alone.
+ * particle anywhere was stuck: its stiffness hung on other bodies' contacts. The settle
+ * solves its own plan (ps_settle_plan): the solve plan less the constraints none of whose
+ * particles is movable in it, which a solve leaves as they are (each kernel skips a
+ * constraint of no inverse mass, multiplier and all): in a pile it leaves out every body
+ * that rests on other bodies alone.
  *
  * The untangle pass (before each substep's constraint solve, ps_untangle): a body with an area
  * (3D: volume) constraint of its own inside out (all three corners owned by it, `owner`; its signed area
