@@ -606,6 +606,9 @@ def _body_contacts_3d(rng: np.random.Generator, n: int) -> dict[str, Any]:
         "fat_pos": np.zeros((n, 3)), "fat_body": np.zeros(max(nb, 2 * n), dtype=np.int32),
         "fat_clear": np.zeros(max(nb, 2 * n)), "fat_kept": np.zeros((max(nb, 2 * n), 2)),
         "fat_drift": np.zeros((nb, 6)),
+        "reacted": np.zeros((n, 3)),
+        # where the frame's last pass left them: none yet (NaN) or near the substep's start
+        "left_pos": np.full((n, 3), np.nan) if rng.random() < 0.25 else prev + rng.normal(0.0, 0.03, (n, 3)),
         "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0, 0.0]], 0.0),
         "radius": np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.08, n), 0.0), "owner": owner,
         "inv_mass": p["inv_mass"], "rest_pos": rng.normal(0.0, 0.3, (n, 3)),
@@ -675,7 +678,8 @@ def sample_body_contacts(rng: np.random.Generator, n: int, dim: int) -> dict[str
         "fat_first": np.zeros(n, dtype=np.int32), "fat_count": np.zeros(n, dtype=np.int32),
         "fat_body": np.zeros(max(nb, 2 * n), dtype=np.int32), "fat_state": np.zeros(8),
         "fat_clear": np.zeros(max(nb, 2 * n)), "fat_kept": np.zeros((max(nb, 2 * n), 2)),
-        "fat_drift": np.zeros((nb, 6)),
+        "fat_drift": np.zeros((nb, 6)), "reacted": np.zeros((n, 2)),
+        "left_pos": np.full((n, 2), np.nan),  # read in 3D only
         "prev_pos": prev, "support": np.where(rng.random((n, 1)) < 0.3, [[0.0, 1.0]], 0.0),
         "radius": radius, "inv_mass": p["inv_mass"], "owner": owner,
         "category": rng.choice(np.array([1, 2, 3], dtype=np.int32), n),

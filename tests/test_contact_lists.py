@@ -23,7 +23,8 @@ from pysoft import _kernels, build
 from pysoft._kernels import REGISTRY
 
 KERNEL = REGISTRY["body_contacts"]
-STATE = ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse")
+STATE = ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse",
+         "left_pos")
 
 
 def _sample(dim: int, n: int = 400, seed: int = 3) -> dict[str, Any]:

@@ -193,6 +193,7 @@ int ps_body_contacts(double *pos, double *vel, int32_t *contact_body, double *co
                      int32_t *cell_start, int32_t *cell_particle, int32_t *near, double *edge,
                      double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
                      double *fat_state, double *fat_clear, double *fat_kept, double *fat_drift,
+                     double *reacted, double *left_pos,
                      const double *prev_pos, const double *support,
                      const double *radius, const double *inv_mass,
                      const int32_t *owner, const int32_t *category, const int32_t *mask,

@@ -39,11 +39,12 @@ typedef struct {
     const int32_t *member, *member_start, *member_count;
     const int32_t *flags, *body_category, *body_mask;
     const double *body_friction, *body_restitution;
-    /* 3D: the pass's start positions, each triangle's grown box, the bodies' boxes, and the
-     * most any particle has moved from snap (each coordinate) so far (each body's own in its
-     * box, see contacts3d.c) */
-    const double *snap, *tbox;
-    double *aabb, *moved;
+    /* 3D: the pass's start positions, where the last pass of the frame left each particle
+     * (NaN before the first), each triangle's grown box, the bodies' boxes, and the most any
+     * particle has moved from snap (each coordinate) so far (each body's own in its box, see
+     * contacts3d.c) */
+    const double *snap, *left_pos, *tbox;
+    double *aabb, *moved, *reacted;
     double h, inv_h, rest_speed;
 } Scene;
 

@@ -59,14 +59,28 @@
  *   - its depth -C is at most reach = came + PS_MAX_PUSHOUT h, where came
  *     is the substep's approach: the approach speed -vn times h, or the
  *     relative displacement along -n from the substep's start (prev_pos)
- *     to the pass's (snap), whichever is more. What the substep brought
+ *     to the pass's (snap), or from where the frame's last pass left them
+ *     (left_pos: NaN, so not taken, before the frame's first pass; the pass
+ *     writes it as it ends), whichever is more. What the substep brought
  *     in is undone at once (a cloth's fold that the constraint pass pulled
- *     shut), an older overlap at PS_MAX_PUSHOUT;
+ *     shut), and so is what came in after the last pass: the XPBD settle
+ *     solve, after the pass, knows nothing of body contacts and pulled a
+ *     corner pushed out of another body back in by as much, every substep
+ *     (a material cube's corner rested 68 mm inside a blob in a 1.4 m bin);
+ *     an older overlap at PS_MAX_PUSHOUT;
  *   - the whole contact (every move and impulse, so momentum is still
  *     kept) is scaled by the largest s in [0, 1] that leaves each particle
  *     it moves within reach of where it began the pass, or no farther if
  *     it is farther already (`share`): many particles of one body pushing
- *     the same triangle's corners move them, together, no more than one;
+ *     the same triangle's corners move them, together, no more than one.
+ *     A particle's moves are counted by role: as a triangle's corner, what
+ *     contacts' reactions moved it in the pass (`reacted`, zeroed as the
+ *     pass starts); as the particle pushed, the rest of its move from snap.
+ *     Counted together, a corner its own contact had pushed out of a third
+ *     body by more than this contact's reach vetoed every push on the
+ *     triangles it holds (at any weight, 0.006 in the case found), and a
+ *     particle on the far side of them stayed inside, substep after substep
+ *     (a shape-matched cube's corner 62 mm inside a material cube);
  *   - the velocity the push gives (follow = -C/h) brings the relative
  *     normal velocity to at most PS_MAX_PUSHOUT apart, not vn +
  *     PS_MAX_PUSHOUT (a particle still inside, already leaving, gains no
@@ -193,8 +207,9 @@ static inline double surface_moved(const Scene *s, const double *box)
 
 /* The share (0 to 1) of a contact's push that keeps each particle it moves within `reach`
  * of where it began the pass (snap), or, if one is farther already, no farther: i moves
- * by wi lam n, corner c by -t_c w_c lam n. For each, with a its move so far and d this one,
- * the largest s with |a + s d| <= max(reach, |a|); the least of them (see the essay). */
+ * by wi lam n, corner c by -t_c w_c lam n. For each, with a its move so far in that role
+ * (i: from snap, less what reactions moved it; a corner: what reactions moved it) and d this
+ * one, the largest s with |a + s d| <= max(reach, |a|); the least of them (see the essay). */
 static double share(const Scene *s, int i, const int k[3], const double t[3], double wi,
                     const double w[3], double lam, const double n[3], double reach)
 {
@@ -204,8 +219,9 @@ static double share(const Scene *s, int i, const int k[3], const double t[3], do
         double f = c < 0 ? wi * lam : -(t[c] * w[c] * lam);
         if (!(f != 0.0)) continue;
         double a[3], d[3];
+        const double *pu = s->reacted + 3L * r;
         for (int e = 0; e < 3; e++) {
-            a[e] = s->pos[3L * r + e] - s->snap[3L * r + e];
+            a[e] = c < 0 ? (s->pos[3L * r + e] - s->snap[3L * r + e]) - pu[e] : pu[e];
             d[e] = f * n[e];
         }
         double aa = dot3(a, a), ad = dot3(a, d), dd = dot3(d, d), r2 = reach * reach;
@@ -251,15 +267,22 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     }
     /* the limits of a push (see the essay): its velocity, to at most PS_MAX_PUSHOUT apart;
      * its depth, the substep's approach (came) plus PS_MAX_PUSHOUT h; each particle's move */
-    double cap = PS_MAX_PUSHOUT - vn, sn0 = 0.0;
+    double cap = PS_MAX_PUSHOUT - vn, sn0 = 0.0, sl0 = 0.0;
     if (!(cap > 0.0)) cap = 0.0;
-    const double *si0 = s->snap + 3L * i, *sk[3];
-    for (int c = 0; c < 3; c++) sk[c] = s->snap + 3L * k[c];
-    for (int d = 0; d < 3; d++)
+    const double *si0 = s->snap + 3L * i, *sk[3], *li = s->left_pos + 3L * i, *lk[3];
+    for (int c = 0; c < 3; c++) {
+        sk[c] = s->snap + 3L * k[c];
+        lk[c] = s->left_pos + 3L * k[c];
+    }
+    for (int d = 0; d < 3; d++) {
         sn0 = sn0 + ((si0[d] - pi[d]) - ((t[0] * (sk[0][d] - pk[0][d]) + t[1] * (sk[1][d] - pk[1][d]))
                                          + t[2] * (sk[2][d] - pk[2][d]))) * n[d];
+        sl0 = sl0 + ((si0[d] - li[d]) - ((t[0] * (sk[0][d] - lk[0][d]) + t[1] * (sk[1][d] - lk[1][d]))
+                                         + t[2] * (sk[2][d] - lk[2][d]))) * n[d];
+    }
     double came = (vn < 0.0 ? -vn : 0.0) * s->h;
     if (-sn0 > came) came = -sn0;
+    if (-sl0 > came) came = -sl0; /* NaN (no pass before in this frame): not taken */
     double reach = came + PS_MAX_PUSHOUT * s->h;
     if (-C > reach) C = -reach;
     double inv_w = 1.0 / W;
@@ -267,7 +290,11 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
     double lam = -C * inv_w;
     for (int d = 0; d < 3; d++) x[d] = x[d] + wi * lam * n[d];
     for (int c = 0; c < 3; c++)
-        for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d];
+        for (int d = 0; d < 3; d++) {
+            double m = t[c] * w[c] * lam * n[d];
+            xk[c][d] = xk[c][d] - m;
+            s->reacted[3L * k[c] + d] = s->reacted[3L * k[c] + d] - m;
+        }
     double follow = -C * s->inv_h;
     if (follow > cap) follow = cap;
     double target = vn < 0.0 ? ((-vn > s->rest_speed) ? -e * vn : 0.0) : vn;
@@ -292,7 +319,11 @@ static int resolve(const Scene *s, int i, const int k[3], const double t[3], con
         for (int d = 0; d < 3; d++) sd[d] = sd[d] * inv_w;
         for (int d = 0; d < 3; d++) x[d] = x[d] - wi * sd[d];
         for (int c = 0; c < 3; c++)
-            for (int d = 0; d < 3; d++) xk[c][d] = xk[c][d] + t[c] * w[c] * sd[d];
+            for (int d = 0; d < 3; d++) {
+                double m = t[c] * w[c] * sd[d];
+                xk[c][d] = xk[c][d] + m;
+                s->reacted[3L * k[c] + d] = s->reacted[3L * k[c] + d] + m;
+            }
         for (int d = 0; d < 3; d++) pt[d] = -vt[d] * inv_w;
     } else if ((vt_len = sqrt(vt2)) > limit) {
         double kk = limit / (vt_len * W);
@@ -1143,6 +1174,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                         int32_t *cell_start, int32_t *cell_particle, int32_t *near,
                         double *edge, double *fat_pos, int32_t *fat_first, int32_t *fat_count, int32_t *fat_body,
                         double *fat_state, double *fat_clear, double *fat_kept, double *fat_drift,
+                        double *reacted, double *left_pos,
                         const double *prev_pos, const double *support,
                         const double *radius, const double *inv_mass,
                         const int32_t *owner, const int32_t *category, const int32_t *mask,
@@ -1165,7 +1197,9 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
                .outline_count = outline_count, .member = member, .member_start = member_start,
                .member_count = member_count, .flags = body_flags, .body_category = body_category,
                .body_mask = body_mask, .body_friction = body_friction,
-               .body_restitution = body_restitution, .snap = snap, .tbox = edge, .aabb = aabb,
+               .body_restitution = body_restitution, .snap = snap, .left_pos = left_pos,
+               .tbox = edge, .aabb = aabb,
+               .reacted = reacted,
                .moved = &moved,
                .h = h, .inv_h = 1.0 / h, .rest_speed = rest_speed};
     int listed = fat_state[0] == 1.0;
@@ -1181,6 +1215,7 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
         for (int d = 0; d < 3; d++) {
             double c = pos[3L * i + d], e = c - fat_pos[3L * i + d];
             snap[3L * i + d] = c;
+            reacted[3L * i + d] = 0.0;
             dd = dd + e * e;
         }
         if (radius[i] > rmax) rmax = radius[i];
@@ -1421,5 +1456,6 @@ int ps_body_contacts_3d(double *pos, double *vel, int32_t *contact_body, double 
             for (int q = 0; q < count; q++) contacts += pair_contact(&s, i, near[q]);
         }
     }
+    memcpy(left_pos, pos, sizeof(double) * 3 * (size_t)n); /* for the next pass's `came` */
     return contacts;
 }

@@ -58,7 +58,8 @@ register(Kernel(
      Arg("cell_particle", _S, _I), Arg("near", _S, _I), Arg("edge", ("e", 4)),
      Arg("fat_pos", _P), Arg("fat_first", _S, _I), Arg("fat_count", _S, _I),
      Arg("fat_body", ("npairs",), _I), Arg("fat_state", (8,)), Arg("fat_clear", ("npairs",)),
-     Arg("fat_kept", ("npairs", 2)), Arg("fat_drift", ("b", 6)), Arg("prev_pos", _P),
+     Arg("fat_kept", ("npairs", 2)), Arg("fat_drift", ("b", 6)),
+     Arg("reacted", _P), Arg("left_pos", _P), Arg("prev_pos", _P),
      Arg("support", _P), Arg("radius", _S), Arg("inv_mass", _S), Arg("owner", _S, _I),
      Arg("category", _S, _I), Arg("mask", _S, _I), Arg("friction", _S), Arg("restitution", _S),
      Arg("rest_pos", _P), Arg("outline", ("e",), _I), Arg("outline_start", _B, _I),
@@ -67,10 +68,10 @@ register(Kernel(
      Arg("body_mask", _B, _I), Arg("body_friction", _B), Arg("body_restitution", _B)),
     ("n", "b", "nbuckets", "nentries", "npairs", "dim"),
     ("iterations", "particle_collisions", "h", "rest_speed"),
-    ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse"),
+    ("pos", "vel", "contact_body", "contact_point", "contact_normal", "contact_impulse", "left_pos"),
     scratch=("snap", "aabb", "bucket_start", "bucket_body", "cell_start", "cell_particle", "near",
              "edge", "fat_pos", "fat_first", "fat_count", "fat_body", "fat_state", "fat_clear",
-             "fat_kept", "fat_drift"),
+             "fat_kept", "fat_drift", "reacted"),
     check=_check))
 
 
@@ -105,7 +106,7 @@ class _ContactTerm:
             near=a["near"], edge=edges.arrays["edge"], fat_pos=a["fat_pos"], fat_first=a["fat_first"],
             fat_count=a["fat_count"], fat_body=pairs.arrays["body"], fat_state=state.arrays["state"][0],
             fat_clear=pairs.arrays["clear"], fat_kept=pairs.arrays["kept"], fat_drift=work.arrays["drift"],
-            prev_pos=a["prev_pos"],
+            reacted=a["reacted"], left_pos=a["left_pos"], prev_pos=a["prev_pos"],
             support=a["support"], radius=a["radius"], inv_mass=a["inv_mass"],
             owner=a["owner"], category=a["category"], mask=a["mask"], friction=a["friction"],
             restitution=a["restitution"], rest_pos=a["rest_pos"], outline=outlines.arrays["rows"],
@@ -120,7 +121,9 @@ class _ContactTerm:
         return self.P.n, self.B.n, self.buckets, self.entries, self.pairs, self.ctx.dim
 
     def first_substep(self) -> None:
-        """A frame's first substep starts a new report (new rows start cleared)."""
+        """A frame's first substep starts a new report (new rows start cleared), with no pass
+        before it (``left_pos`` NaN: see contacts3d.c)."""
+        self.P.view("left_pos")[:] = np.nan
         if self.reported:
             P = self.P
             P.view("touch_body")[:] = -1
@@ -162,10 +165,11 @@ class _ContactTerm:
 
     def between(self) -> list[tuple[np.ndarray, int]]:
         """What ``frame_start`` does to the arrays at a later frame of the same plan (see
-        pysoft._frame.Frame.between): after a frame with a call, a new report (touch_body
-        -1: bytes 0xFF; touch_impulse 0.0: zero bytes)."""
+        pysoft._frame.Frame.between): no pass before (left_pos NaN: bytes 0xFF); after a frame
+        with a call, a new report (touch_body -1: bytes 0xFF; touch_impulse 0.0: zero bytes)."""
         P = self.P
-        return [(P.view("touch_body"), 0xFF), (P.view("touch_impulse"), 0)] if self.reported else []
+        report = [(P.view("touch_body"), 0xFF), (P.view("touch_impulse"), 0)] if self.reported else []
+        return [(P.view("left_pos"), 0xFF), *report]
 
     def ops(self, h: float) -> list[Op]:
         """The call of every substep, after ``frame_start``."""
@@ -218,7 +222,10 @@ class BodyCollisions(Feature):
                 "touch_impulse": Field((), np.float64),
                 # the body-contact report (touch_*) and the kernel's workspace, one row per particle
                 "snap": vec, "cell_particle": Field((), np.int32), "near": Field((), np.int32),
-                "fat_pos": vec, "fat_first": Field((), np.int32), "fat_count": Field((), np.int32)}
+                "fat_pos": vec, "fat_first": Field((), np.int32), "fat_count": Field((), np.int32),
+                "reacted": vec,
+                # where the frame's last pass left each particle (NaN before it: see contacts3d.c)
+                "left_pos": Field((dim,), np.float64, np.nan)}
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

@@ -361,7 +361,7 @@ def body_contacts(
     contact_impulse: F64, snap: F64, aabb: F64, bucket_start: I32, bucket_body: I32,
     cell_start: I32, cell_particle: I32, near: I32, edge: F64, fat_pos: F64, fat_first: I32,
     fat_count: I32, fat_body: I32, fat_state: F64, fat_clear: F64, fat_kept: F64, fat_drift: F64,
-    prev_pos: F64,
+    reacted: F64, left_pos: F64, prev_pos: F64,
     support: F64, radius: F64, inv_mass: F64, owner: I32, category: I32, mask: I32, friction: F64,
     restitution: F64, rest_pos: F64, outline: I32, outline_start: I32, outline_count: I32, member: I32,
     member_start: I32, member_count: I32, body_flags: I32, body_category: I32, body_mask: I32,
@@ -374,7 +374,7 @@ def body_contacts(
     if dim == 3:
         return body_contacts_3d(
             pos, vel, contact_body, contact_point, contact_normal, contact_impulse, prev_pos,
-            support, radius, inv_mass, owner, category, mask, friction, restitution, rest_pos,
+            left_pos, support, radius, inv_mass, owner, category, mask, friction, restitution, rest_pos,
             outline, outline_start, outline_count, member, member_start, member_count, body_flags,
             body_category, body_mask, body_friction, body_restitution, n, nb, iterations,
             particle_collisions, h, rest_speed)

@@ -48,7 +48,8 @@ def _sub(u: Vec, v: Vec) -> Vec:
 
 
 class _Scene:
-    def __init__(self, pos: F64, vel: F64, prev_pos: F64, support: F64, radius: F64, inv_mass: F64,
+    def __init__(self, pos: F64, vel: F64, prev_pos: F64, left_pos: F64, support: F64, radius: F64,
+                 inv_mass: F64,
                  owner: I32, category: I32, mask: I32, friction: F64, restitution: F64, rest_pos: F64,
                  outline: I32, outline_start: I32, outline_count: I32, member: I32, member_start: I32,
                  member_count: I32, flags: I32, body_category: I32, body_mask: I32,
@@ -57,6 +58,8 @@ class _Scene:
         self.pos: list[Vec] = pos[:n].tolist()
         self.vel: list[Vec] = vel[:n].tolist()
         self.prev: list[Vec] = prev_pos[:n].tolist()
+        self.left: list[Vec] = left_pos[:n].tolist()  # where the frame's last pass left them
+        self.reacted: list[Vec] = [[0.0, 0.0, 0.0] for _ in range(n)]  # moves as a corner
         self.support: list[Vec] = support[:n].tolist()
         self.radius, self.inv_mass = radius[:n].tolist(), inv_mass[:n].tolist()
         self.owner = owner[:n].tolist()
@@ -99,14 +102,15 @@ class _Scene:
 def _share(s: _Scene, i: int, k: list[int], t: Vec, wi: float, w: Vec, lam: float, n: Vec,
            reach: float) -> float:
     """The share (0 to 1) of a contact's push that keeps each particle it moves within
-    ``reach`` of where it began the pass, or no farther if it is farther already."""
+    ``reach`` of where it began the pass, or no farther if it is farther already, its moves
+    counted by role: a corner's, what reactions moved it; ``i``'s, the rest."""
     most = 1.0
     for c in range(-1, 3):
         r = i if c < 0 else k[c]
         f = wi * lam if c < 0 else -(t[c] * w[c] * lam)
         if f == 0.0:
             continue
-        a = _sub(s.pos[r], s.snap[r])
+        a = _sub(_sub(s.pos[r], s.snap[r]), s.reacted[r]) if c < 0 else list(s.reacted[r])
         d = [f * n[e] for e in range(3)]
         aa, ad, dd, r2 = _dot(a, a), _dot(a, d), _dot(d, d), reach * reach
         if aa > r2:
@@ -151,15 +155,20 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
     cap = MAX_PUSHOUT - vn  # the push's velocity: to at most MAX_PUSHOUT apart
     if not cap > 0.0:
         cap = 0.0
-    pi, si0 = s.prev[i], s.snap[i]
+    pi, si0, li = s.prev[i], s.snap[i], s.left[i]
     sk = [s.snap[c] for c in k]
-    sn0 = 0.0
+    lk = [s.left[c] for c in k]
+    sn0 = sl0 = 0.0
     for d in range(3):
         sn0 = sn0 + ((si0[d] - pi[d]) - ((t[0] * (sk[0][d] - pk[0][d]) + t[1] * (sk[1][d] - pk[1][d]))
                                          + t[2] * (sk[2][d] - pk[2][d]))) * n[d]
+        sl0 = sl0 + ((si0[d] - li[d]) - ((t[0] * (sk[0][d] - lk[0][d]) + t[1] * (sk[1][d] - lk[1][d]))
+                                         + t[2] * (sk[2][d] - lk[2][d]))) * n[d]
     came = (-vn if vn < 0.0 else 0.0) * s.h
     if -sn0 > came:
         came = -sn0
+    if -sl0 > came:  # NaN (no pass before in this frame): not taken
+        came = -sl0
     reach = came + MAX_PUSHOUT * s.h
     if reach < -C:
         C = -reach
@@ -170,7 +179,9 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
         x[d] = x[d] + wi * lam * n[d]
     for c in range(3):
         for d in range(3):
-            xk[c][d] = xk[c][d] - t[c] * w[c] * lam * n[d]
+            m = t[c] * w[c] * lam * n[d]
+            xk[c][d] = xk[c][d] - m
+            s.reacted[k[c]][d] = s.reacted[k[c]][d] - m
     follow = -C * s.inv_h
     if follow > cap:
         follow = cap
@@ -196,7 +207,9 @@ def _resolve(s: _Scene, i: int, k: list[int], t: Vec, n: Vec, sep: float, mu: fl
             x[d] = x[d] - wi * sd[d]
         for c in range(3):
             for d in range(3):
-                xk[c][d] = xk[c][d] + t[c] * w[c] * sd[d]
+                m = t[c] * w[c] * sd[d]
+                xk[c][d] = xk[c][d] + m
+                s.reacted[k[c]][d] = s.reacted[k[c]][d] + m
         pt = [-vt[d] * inv_w for d in range(3)]
     elif (vt_len := _sqrt(vt2)) > limit:
         kk = _div(limit, vt_len * W)
@@ -485,7 +498,8 @@ def _pair_candidates(s: _Scene, snap: list[Vec], n: int, particle_collisions: in
 
 def body_contacts_3d(
     pos: F64, vel: F64, contact_body: I32, contact_point: F64, contact_normal: F64,
-    contact_impulse: F64, prev_pos: F64, support: F64, radius: F64, inv_mass: F64, owner: I32,
+    contact_impulse: F64, prev_pos: F64, left_pos: F64, support: F64, radius: F64, inv_mass: F64,
+    owner: I32,
     category: I32, mask: I32, friction: F64, restitution: F64, rest_pos: F64, outline: I32,
     outline_start: I32, outline_count: I32, member: I32, member_start: I32, member_count: I32,
     body_flags: I32, body_category: I32, body_mask: I32, body_friction: F64, body_restitution: F64,
@@ -493,7 +507,7 @@ def body_contacts_3d(
 ) -> int:
     """Particles against other bodies' surfaces, then particle pairs; ``iterations`` times,
     each contact resolved at once (Gauss-Seidel)."""
-    s = _Scene(pos, vel, prev_pos, support, radius, inv_mass, owner, category, mask, friction,
+    s = _Scene(pos, vel, prev_pos, left_pos, support, radius, inv_mass, owner, category, mask, friction,
                restitution, rest_pos, outline, outline_start, outline_count, member, member_start,
                member_count, body_flags, body_category, body_mask, body_friction, body_restitution,
                n, nb, h, rest_speed)
@@ -511,6 +525,7 @@ def body_contacts_3d(
     if n:
         pos[:n] = s.pos
         vel[:n] = s.vel
+        left_pos[:n] = s.pos  # for the next pass's ``came``
     for i, (body, q, nrm) in s.report.items():
         contact_body[i] = body
         contact_point[i] = q
