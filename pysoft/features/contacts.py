@@ -48,6 +48,7 @@ def _check(arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
 
 
 _P, _S, _B = ("n", "dim"), ("n",), ("b",)
+_NO_PASS = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # a NaN: left_pos before a frame's first pass
 _I = np.int32
 register(Kernel(
     "body_contacts", "contacts",
@@ -123,7 +124,7 @@ class _ContactTerm:
     def first_substep(self) -> None:
         """A frame's first substep starts a new report (new rows start cleared), with no pass
         before it (``left_pos`` NaN: see contacts3d.c)."""
-        self.P.view("left_pos")[:] = np.nan
+        self.P.view("left_pos").view(np.uint64)[:] = _NO_PASS  # the bytes of ``between``'s fill
         if self.reported:
             P = self.P
             P.view("touch_body")[:] = -1
