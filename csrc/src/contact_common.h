@@ -40,9 +40,10 @@ typedef struct {
     const int32_t *flags, *body_category, *body_mask;
     const double *body_friction, *body_restitution;
     /* 3D: the pass's start positions, where the last pass of the frame left each particle
-     * (NaN before the first), each triangle's grown box, the bodies' boxes, and the most any
-     * particle has moved from snap (each coordinate) so far (each body's own in its box, see
-     * contacts3d.c) */
+     * (NaN before the first), each triangle's grown box, the bodies' boxes, the most any
+     * particle has moved from snap (each coordinate) so far (each body's own in its box), and
+     * how far contacts' reactions have moved each particle as a triangle's corner in the pass
+     * (see contacts3d.c) */
     const double *snap, *left_pos, *tbox;
     double *aabb, *moved, *reacted;
     double h, inv_h, rest_speed;

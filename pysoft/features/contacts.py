@@ -123,8 +123,9 @@ class _ContactTerm:
 
     def first_substep(self) -> None:
         """A frame's first substep starts a new report (new rows start cleared), with no pass
-        before it (``left_pos`` NaN: see contacts3d.c)."""
-        self.P.view("left_pos").view(np.uint64)[:] = _NO_PASS  # the bytes of ``between``'s fill
+        before it (``left_pos`` NaN, read in 3D only: see contacts3d.c)."""
+        if self.ctx.dim == 3:
+            self.P.view("left_pos").view(np.uint64)[:] = _NO_PASS  # the bytes of ``between``'s fill
         if self.reported:
             P = self.P
             P.view("touch_body")[:] = -1
@@ -166,11 +167,12 @@ class _ContactTerm:
 
     def between(self) -> list[tuple[np.ndarray, int]]:
         """What ``frame_start`` does to the arrays at a later frame of the same plan (see
-        pysoft._frame.Frame.between): no pass before (left_pos NaN: bytes 0xFF); after a frame
-        with a call, a new report (touch_body -1: bytes 0xFF; touch_impulse 0.0: zero bytes)."""
+        pysoft._frame.Frame.between): in 3D, no pass before (left_pos NaN: bytes 0xFF); after a
+        frame with a call, a new report (touch_body -1: bytes 0xFF; touch_impulse 0.0: zero
+        bytes)."""
         P = self.P
         report = [(P.view("touch_body"), 0xFF), (P.view("touch_impulse"), 0)] if self.reported else []
-        return [(P.view("left_pos"), 0xFF), *report]
+        return [(P.view("left_pos"), 0xFF), *report] if self.ctx.dim == 3 else report
 
     def ops(self, h: float) -> list[Op]:
         """The call of every substep, after ``frame_start``."""
